@@ -1,0 +1,3 @@
+# Installation and the package config that find_package(shaped) reads.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
