@@ -5,9 +5,11 @@ find_package(xtensor REQUIRED)
 find_package(Boost 1.74 REQUIRED)  # header-only: Boost.Hana
 find_package(OpenBLAS CONFIG REQUIRED)
 
-# OpenBLAS's Debian config sets variables, not a target: wrap them in one.
+# OpenBLAS's Debian config sets variables, not a target: wrap them in one (ShapedBlas.cmake,
+# which the installed shapedConfig.cmake uses too).
+include(${CMAKE_CURRENT_LIST_DIR}/ShapedBlas.cmake)
 if(NOT TARGET shaped_blas)
   add_library(shaped_blas INTERFACE)
-  target_include_directories(shaped_blas SYSTEM INTERFACE ${OpenBLAS_INCLUDE_DIRS})
-  target_link_libraries(shaped_blas INTERFACE ${OpenBLAS_LIBRARIES})
+  add_library(shaped::shaped_blas ALIAS shaped_blas)
+  shaped_wrap_openblas(shaped_blas BUILD_INTERFACE)
 endif()
