@@ -1,0 +1,120 @@
+# Convenience targets for shaped. Everything here is a thin wrapper over CMake and CTest;
+# see README.md for the plain CMake commands.
+#
+#   make demo       install missing Debian packages, build, run the walkthrough examples
+#   make test       install missing Debian packages, build and test with g++ and clang++
+#   make test-gcc   build and test with g++ only          (build/gcc)
+#   make test-clang build and test with clang++ only      (build/clang)
+#   make asan       build and test with ASan + UBSan      (build/asan)
+#   make bench      build and run the benchmarks          (build/gcc)
+#   make fixtures   regenerate the PyTorch parity fixtures (needs python3-torch)
+#   make deps       install missing Debian packages (as root)
+#   make clean      remove build/
+
+CXX_GCC    ?= g++
+CXX_CLANG  ?= clang++-14
+JOBS       ?= $(shell nproc)
+BUILD_TYPE ?= Release
+# The Python with torch and numpy is Debian's, whatever else is first on PATH.
+PYTHON     ?= /usr/bin/python3
+
+# Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
+# a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
+EXAMPLES := section1_walkthrough
+
+# Debian packages to build and test shaped.
+DEPS_BUILD := g++ clang-14 cmake make pkg-config libboost-dev libxtensor-dev libxsimd-dev \
+              xtl-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev
+# Debian packages only the side-by-side PyTorch scripts need (make fixtures, make bench).
+DEPS_PYTHON := python3-torch python3-numpy
+
+# Ninja when it is installed, Unix Makefiles otherwise. The generator is only given when a
+# build directory is first configured, since CMake refuses to change it afterwards.
+GENERATOR := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
+
+# $(call configure,<build dir>,<compiler>,<build type>,<extra cmake args>)
+define configure
+cmake -S . -B $(1) $(if $(wildcard $(1)/CMakeCache.txt),,-G "$(GENERATOR)") \
+	-DCMAKE_BUILD_TYPE=$(3) -DCMAKE_CXX_COMPILER=$(2) $(4)
+endef
+
+CTEST_FLAGS := --output-on-failure --no-tests=error -j $(JOBS)
+
+# $(call ensure_packages,<packages>): install those not installed yet; nothing when all are.
+define ensure_packages
+missing=""; \
+for pkg in $(1); do \
+	status=$$(dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null || true); \
+	if [ "$$status" != "install ok installed" ]; then missing="$$missing $$pkg"; fi; \
+done; \
+if [ -n "$$missing" ]; then \
+	if [ "$$(id -u)" -ne 0 ]; then \
+		echo "shaped: missing Debian packages:$$missing" >&2; \
+		echo "shaped: run 'make $@' as root, or install them: apt-get install$$missing" >&2; \
+		exit 1; \
+	fi; \
+	echo "shaped: installing Debian packages:$$missing"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update && apt-get install -y $$missing; \
+fi
+endef
+
+# The recipes below run CMake builds that are parallel themselves: keep make serial, so that
+# `make test` runs g++ first and clang++ second even under make -j.
+.NOTPARALLEL:
+.PHONY: all deps deps-python build demo test test-gcc test-clang asan bench fixtures clean
+
+all: build
+
+deps:
+	@$(call ensure_packages,$(DEPS_BUILD))
+
+deps-python:
+	@$(call ensure_packages,$(DEPS_PYTHON))
+
+build:
+	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE))
+	cmake --build build/gcc -j $(JOBS)
+
+demo: deps
+	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE))
+	cmake --build build/gcc -j $(JOBS) --target $(EXAMPLES)
+	@set -e; for example in $(EXAMPLES); do \
+		echo "==> build/gcc/examples/$$example"; \
+		./build/gcc/examples/$$example; \
+	done
+
+test: deps test-gcc test-clang
+
+test-gcc: deps build
+	ctest --test-dir build/gcc $(CTEST_FLAGS)
+
+test-clang: deps
+	$(call configure,build/clang,$(CXX_CLANG),$(BUILD_TYPE))
+	cmake --build build/clang -j $(JOBS)
+	ctest --test-dir build/clang $(CTEST_FLAGS)
+
+# Debug information for readable reports; optimised, since the tests run real kernels.
+asan: deps
+	$(call configure,build/asan,$(CXX_GCC),RelWithDebInfo,-DSHAPED_SANITIZE=ON)
+	cmake --build build/asan -j $(JOBS)
+	ctest --test-dir build/asan $(CTEST_FLAGS)
+
+bench: deps deps-python
+	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE),-DSHAPED_BUILD_BENCH=ON)
+	cmake --build build/gcc -j $(JOBS)
+	@if [ -x build/gcc/bench/shaped_bench ]; then \
+		./build/gcc/bench/shaped_bench; \
+	else \
+		echo "shaped: no benchmark executable at build/gcc/bench/shaped_bench"; \
+	fi
+
+fixtures: deps-python
+	@if [ -f tests/parity/make_fixtures.py ]; then \
+		$(PYTHON) tests/parity/make_fixtures.py; \
+	else \
+		echo "shaped: tests/parity/make_fixtures.py does not exist; nothing to do"; \
+	fi
+
+clean:
+	rm -rf build
