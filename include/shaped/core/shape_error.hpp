@@ -1,0 +1,34 @@
+#pragma once
+// The run-time side of shape checking: where an extent is dynamic, a rule that the compiler
+// could not check throws shape_error with the same words its static_assert would have used.
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace shaped {
+
+class shape_error : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+namespace detail {
+
+inline std::string describe_dim(std::string_view name, std::size_t extent) {
+    return std::string(name) + "(" + std::to_string(extent) + ")";
+}
+
+// "shaped::matmul: lhs dim H(16) does not meet rhs dim T(4)"
+[[noreturn]] inline void throw_dims_do_not_meet(std::string_view operation, std::string_view lhs_role,
+                                                std::string_view lhs_name, std::size_t lhs_extent,
+                                                std::string_view rhs_role, std::string_view rhs_name,
+                                                std::size_t rhs_extent) {
+    throw shape_error("shaped::" + std::string(operation) + ": " + std::string(lhs_role) + " dim " +
+                      describe_dim(lhs_name, lhs_extent) + " does not meet " + std::string(rhs_role) +
+                      " dim " + describe_dim(rhs_name, rhs_extent));
+}
+
+}  // namespace detail
+}  // namespace shaped

@@ -1,0 +1,82 @@
+#pragma once
+// Lazy expressions. Every shaped value that can be read — a Tensor, a View, or a node built by
+// an operation — is an Expression: it knows its element type and dims at compile time and its
+// extents at run time. Nodes keep the structure of what the user wrote (a masked_fill of a
+// scaled matmul stays recognisable as such), so the kernels layer can choose how to lower it.
+
+#include <shaped/core.hpp>
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <type_traits>
+
+namespace shaped {
+
+// Base of every expression; carries no data.
+struct expression_base {};
+
+template <class E>
+concept Expression = std::derived_from<std::remove_cvref_t<E>, expression_base>;
+
+template <class E>
+using value_type_of = typename std::remove_cvref_t<E>::value_type;
+
+template <class E>
+using dims_of = typename std::remove_cvref_t<E>::dims_type;
+
+template <class E>
+inline constexpr std::size_t rank_of = dims_of<E>::rank;
+
+// How a node holds an operand: a Tensor passed as an lvalue by reference (no copy of its
+// storage), everything else — temporaries, views, nodes — by value.
+template <class E>
+using operand_t = std::conditional_t<std::is_lvalue_reference_v<E> && std::remove_cvref_t<E>::owns_storage,
+                                     const std::remove_cvref_t<E>&, std::remove_cvref_t<E>>;
+
+// A number in an expression: 0-d, broadcasts against anything.
+template <class T>
+struct scalar : expression_base {
+    using value_type = T;
+    using dims_type = dims<>;
+    static constexpr bool owns_storage = false;
+
+    T value;
+
+    constexpr explicit scalar(T v) : value(v) {}
+    constexpr std::array<std::size_t, 0> extents() const { return {}; }
+};
+
+template <class S>
+concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>>;
+
+namespace detail {
+
+// Axis is in range, or the compile error names the operation, the axis and the rank.
+template <class Op, int Axis, std::size_t Rank>
+constexpr bool check_axis() {
+    if constexpr (!axis_in_range<Axis, Rank>) {
+        (void)diag::axis_out_of_range<Op, diag::axis<Axis>, diag::rank<Rank>>{};
+        return false;
+    } else {
+        return true;
+    }
+}
+
+// D names exactly one dim of List, or the compile error says which rule failed.
+template <class Op, Dim D, class List>
+constexpr bool check_named() {
+    if constexpr (count_named<D, List> == 0) {
+        (void)diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>{};
+        return false;
+    } else if constexpr (count_named<D, List> > 1) {
+        (void)diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>{};
+        return false;
+    } else {
+        return true;
+    }
+}
+
+}  // namespace detail
+
+}  // namespace shaped

@@ -1,0 +1,86 @@
+#pragma once
+// matmul(a, b): contracts the last dim of a with the second-to-last of b, which must agree in
+// name and extent; the batch dims in front broadcast as elementwise dims do (aligned from the
+// right, absent ones spread). A rank-1 operand is not promoted: attention code is batched.
+
+#include <shaped/expr/expression.hpp>
+
+#include <utility>
+
+namespace shaped {
+
+template <class L, class R>
+struct matmul_dims {
+    using lhs_batch = slice_dims<0, L::rank - 2, L>;
+    using rhs_batch = slice_dims<0, R::rank - 2, R>;
+    using lhs_inner = dim_at<L::rank - 1, L>;
+    using rhs_inner = dim_at<R::rank - 2, R>;
+    using type = concat_dims<broadcast_dims<lhs_batch, rhs_batch>, dims<dim_at<L::rank - 2, L>, dim_at<R::rank - 1, R>>>;
+};
+
+template <class L, class R>
+class matmul_node : public expression_base {
+public:
+    using value_type = std::common_type_t<value_type_of<L>, value_type_of<R>>;
+    using dims_type = typename matmul_dims<dims_of<L>, dims_of<R>>::type;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = dims_type::rank;
+
+    template <class A, class B>
+    matmul_node(A&& a, B&& b) : lhs_(std::forward<A>(a)), rhs_(std::forward<B>(b)) {
+        const auto le = lhs_.extents();
+        const auto re = rhs_.extents();
+        constexpr std::size_t lr = rank_of<L>, rr = rank_of<R>;
+        using inner = matmul_dims<dims_of<L>, dims_of<R>>;
+        if (le[lr - 1] != re[rr - 2])
+            detail::throw_dims_do_not_meet("matmul", "lhs", inner::lhs_inner::name.view(), le[lr - 1], "rhs",
+                                           inner::rhs_inner::name.view(), re[rr - 2]);
+        extents_.fill(1);
+        constexpr std::size_t batch = rank - 2;
+        for (std::size_t i = 0; i < batch; ++i) {
+            // Aligned from the right; a batch dim absent from one side spreads.
+            const std::size_t l = (i + lr - 2 >= batch) ? le[i + lr - 2 - batch] : 1;
+            const std::size_t r = (i + rr - 2 >= batch) ? re[i + rr - 2 - batch] : 1;
+            if (l != r && l != 1 && r != 1)
+                detail::throw_dims_do_not_meet("matmul", "lhs batch", "batch", l, "rhs batch", "batch", r);
+            extents_[i] = l == 1 ? r : l;
+        }
+        extents_[rank - 2] = le[lr - 2];
+        extents_[rank - 1] = re[rr - 1];
+    }
+
+    const std::array<std::size_t, rank>& extents() const { return extents_; }
+    const L& lhs() const { return lhs_; }
+    const R& rhs() const { return rhs_; }
+
+private:
+    L lhs_;
+    R rhs_;
+    std::array<std::size_t, rank> extents_;
+};
+
+template <Expression L, Expression R>
+auto matmul(L&& lhs, R&& rhs) {
+    using LD = dims_of<L>;
+    using RD = dims_of<R>;
+    if constexpr (LD::rank < 2 || RD::rank < 2) {
+        (void)diag::matmul_rank<diag::show_dims<LD>, diag::show_dims<RD>>{};
+        return diag::failed{};
+    } else {
+        using shape = matmul_dims<LD, RD>;
+        using lhs_batch = typename shape::lhs_batch;
+        using rhs_batch = typename shape::rhs_batch;
+        if constexpr (!can_meet<typename shape::lhs_inner, typename shape::rhs_inner>) {
+            (void)diag::matmul_inner_dims<diag::show<typename shape::lhs_inner>, diag::show<typename shape::rhs_inner>>{};
+            return diag::failed{};
+        } else if constexpr (!broadcastable<lhs_batch, rhs_batch>) {
+            using failure = broadcast_failure<lhs_batch, rhs_batch>;
+            (void)diag::matmul_batch_dims<diag::show<typename failure::lhs>, diag::show<typename failure::rhs>>{};
+            return diag::failed{};
+        } else {
+            return matmul_node<operand_t<L&&>, operand_t<R&&>>(std::forward<L>(lhs), std::forward<R>(rhs));
+        }
+    }
+}
+
+}  // namespace shaped

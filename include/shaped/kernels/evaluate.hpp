@@ -1,0 +1,282 @@
+#pragma once
+// assign(target, source): runs an expression into a Tensor or View. The expression's root picks
+// the kernel: a matmul (scaled or not) is one BLAS call straight into the target, a softmax is
+// the row kernel, tril its own loop, a reduction xtensor's reducer, and everything elementwise
+// is one xtensor assignment, vectorised, with no temporary.
+
+#include <shaped/kernels/lower.hpp>
+#include <shaped/kernels/matmul.hpp>
+#include <shaped/kernels/rows.hpp>
+
+#include <xtensor/xnoalias.hpp>
+#include <xtensor/xreducer.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace shaped::kernels {
+
+namespace detail {
+
+// How an expression's reads overlap the target's elements: not at all, element for element
+// (safe for elementwise work), or otherwise (the source must be evaluated aside first).
+enum class overlap { none, aligned, unsafe };
+
+struct footprint {
+    const std::byte* begin;
+    const std::byte* end;
+};
+
+template <class S>
+footprint footprint_of(const S& s) {
+    const auto* data = reinterpret_cast<const std::byte*>(s.data());
+    std::ptrdiff_t last = 0;
+    const auto e = s.extents();
+    const auto st = s.strides();
+    for (std::size_t i = 0; i < e.size(); ++i) {
+        if (e[i] == 0) return {data, data};
+        last += static_cast<std::ptrdiff_t>(e[i] - 1) * std::abs(st[i]);
+    }
+    return {data, data + (last + 1) * static_cast<std::ptrdiff_t>(sizeof(value_type_of<S>))};
+}
+
+template <class Target>
+struct alias_probe {
+    const Target& target;
+    footprint span;
+};
+
+template <Strided S, class Target>
+overlap overlap_of(const S& s, const alias_probe<Target>& probe);
+template <class T, class Target>
+overlap overlap_of(const scalar<T>&, const alias_probe<Target>&);
+template <class Op, class... Es, class Target>
+overlap overlap_of(const elementwise<Op, Es...>& e, const alias_probe<Target>& probe);
+template <class E, class NewDims, class Target>
+overlap overlap_of(const rename_node<E, NewDims>& r, const alias_probe<Target>& probe);
+template <class E, std::array<std::size_t, rank_of<E>> Perm, class Target>
+overlap overlap_of(const permute_node<E, Perm>& p, const alias_probe<Target>& probe);
+template <class E, bool Upper, class Target>
+overlap overlap_of(const triangle_node<E, Upper>& t, const alias_probe<Target>& probe);
+template <Expression E, class Target>
+    requires(!Strided<E>)
+overlap overlap_of(const E&, const alias_probe<Target>&);
+
+template <Strided S, class Target>
+overlap overlap_of(const S& s, const alias_probe<Target>& probe) {
+    const footprint mine = footprint_of(s);
+    if (mine.end <= probe.span.begin || mine.begin >= probe.span.end) return overlap::none;
+    const bool same = reinterpret_cast<const std::byte*>(s.data()) == probe.span.begin &&
+                      std::equal(s.extents().begin(), s.extents().end(), probe.target.extents().begin(),
+                                 probe.target.extents().end()) &&
+                      std::equal(s.strides().begin(), s.strides().end(), probe.target.strides().begin(),
+                                 probe.target.strides().end());
+    return same ? overlap::aligned : overlap::unsafe;
+}
+template <class T, class Target>
+overlap overlap_of(const scalar<T>&, const alias_probe<Target>&) {
+    return overlap::none;
+}
+template <class Op, class... Es, class Target>
+overlap overlap_of(const elementwise<Op, Es...>& e, const alias_probe<Target>& probe) {
+    return std::apply([&](const auto&... o) { return std::max({overlap::none, overlap_of(o, probe)...}); },
+                      e.operands());
+}
+template <class E, class NewDims, class Target>
+overlap overlap_of(const rename_node<E, NewDims>& r, const alias_probe<Target>& probe) {
+    return overlap_of(r.operand(), probe);
+}
+template <class E, std::array<std::size_t, rank_of<E>> Perm, class Target>
+overlap overlap_of(const permute_node<E, Perm>& p, const alias_probe<Target>& probe) {
+    return overlap_of(p.operand(), probe) == overlap::none ? overlap::none : overlap::unsafe;
+}
+template <class E, bool Upper, class Target>
+overlap overlap_of(const triangle_node<E, Upper>& t, const alias_probe<Target>& probe) {
+    return overlap_of(t.operand(), probe);
+}
+// matmul, softmax and reductions nested in a larger expression run into a temporary first.
+template <Expression E, class Target>
+    requires(!Strided<E>)
+overlap overlap_of(const E&, const alias_probe<Target>&) {
+    return overlap::none;
+}
+
+// The target as a writable xtensor expression.
+template <class T, Dim... Ds>
+auto& writable(Tensor<T, Ds...>& t) {
+    return t.xtensor();
+}
+template <class T, Dim... Ds>
+auto writable(const View<T, Ds...>& v) {
+    return xt::adapt(v.data(), v.size(), xt::no_ownership(), v.extents(), v.strides());
+}
+
+template <class Target>
+bool rows_are_contiguous(const Target& t) {
+    return t.strides()[rank_of<Target> - 1] == 1;
+}
+
+// Recognised scalings of a matmul: matmul * s, s * matmul, matmul / s.
+template <class E>
+struct scaled_matmul : std::false_type {};
+template <class L, class R, class T>
+struct scaled_matmul<elementwise<op::multiply, matmul_node<L, R>, scalar<T>>> : std::true_type {
+    static auto& product(const auto& e) { return e.template operand<0>(); }
+    static T scale(const auto& e) { return e.template operand<1>().value; }
+};
+template <class L, class R, class T>
+struct scaled_matmul<elementwise<op::multiply, scalar<T>, matmul_node<L, R>>> : std::true_type {
+    static auto& product(const auto& e) { return e.template operand<1>(); }
+    static T scale(const auto& e) { return e.template operand<0>().value; }
+};
+template <class L, class R, class T>
+struct scaled_matmul<elementwise<op::divide, matmul_node<L, R>, scalar<T>>> : std::true_type {
+    static auto& product(const auto& e) { return e.template operand<0>(); }
+    static T scale(const auto& e) { return T{1} / e.template operand<1>().value; }
+};
+
+template <class T>
+inline constexpr bool is_matmul = false;
+template <class L, class R>
+inline constexpr bool is_matmul<matmul_node<L, R>> = true;
+
+template <class T>
+inline constexpr bool is_softmax = false;
+template <std::size_t Axis, class E, bool Log>
+inline constexpr bool is_softmax<softmax_node<Axis, E, Log>> = true;
+
+template <class T>
+inline constexpr bool is_reduce = false;
+template <class Op, std::size_t Axis, class E>
+inline constexpr bool is_reduce<reduce_node<Op, Axis, E>> = true;
+
+template <class T>
+inline constexpr bool is_triangle = false;
+template <class E, bool Upper>
+inline constexpr bool is_triangle<triangle_node<E, Upper>> = true;
+
+// Whether writing the target while reading the source could read an element already written.
+template <class Target, class Source>
+bool must_evaluate_aside(const Target& target, const Source& source) {
+    const alias_probe<Target> probe{target, footprint_of(target)};
+    if constexpr (scaled_matmul<Source>::value) {
+        return must_evaluate_aside(target, scaled_matmul<Source>::product(source));
+    } else if constexpr (requires { source.lhs(); }) {  // matmul writes while it reads
+        return overlap_of(source.lhs(), probe) != overlap::none || overlap_of(source.rhs(), probe) != overlap::none;
+    } else if constexpr (requires { Source::axis; }) {  // softmax rows may run in place; reductions not
+        const overlap o = overlap_of(source.operand(), probe);
+        return requires { Source::log; } ? o == overlap::unsafe : o != overlap::none;
+    } else {
+        return overlap_of(source, probe) == overlap::unsafe;
+    }
+}
+
+template <class Target, std::size_t Axis, class E, bool Log>
+void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s) {
+    using T = value_type_of<Target>;
+    constexpr std::size_t last = rank_of<E> - 1;
+    const auto extents = target.extents();
+    const std::size_t n = extents[Axis];
+    if constexpr (Axis == last) {
+        if constexpr (Strided<E>) {
+            const auto& src = s.operand();
+            if (src.is_contiguous() && target.is_contiguous()) {
+                softmax_rows(src.data(), static_cast<std::ptrdiff_t>(n), target.data(), static_cast<std::ptrdiff_t>(n),
+                             n ? src.size() / n : 0, n, Log);
+                return;
+            }
+        }
+        // Evaluate the operand into the target, then normalise its rows in place.
+        assign(target, s.operand());
+        if (target.is_contiguous()) {
+            softmax_rows(target.data(), static_cast<std::ptrdiff_t>(n), target.data(), static_cast<std::ptrdiff_t>(n),
+                         n ? target.size() / n : 0, n, Log);
+            return;
+        }
+    }
+    // Any other axis: xtensor's reducers, numerically stabilised by the max.
+    auto x = eval(s.operand());
+    const auto& xs = x.xtensor();
+    auto shifted = xt::eval(xs - xt::amax(xs, {Axis}, xt::keep_dims));
+    if constexpr (Log) writable(target) = shifted - xt::log(xt::sum(xt::exp(shifted), {Axis}, xt::keep_dims));
+    else {
+        auto e = xt::eval(xt::exp(shifted));
+        writable(target) = e / xt::sum(e, {Axis}, xt::keep_dims);
+    }
+    (void)sizeof(T);
+}
+
+template <class Target, class Op, std::size_t Axis, class E>
+void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r) {
+    using T = value_type_of<Target>;
+    auto x = eval(r.operand());
+    const auto& xs = x.xtensor();
+    auto out = writable(target);
+    if constexpr (std::is_same_v<Op, op::sum>) xt::noalias(out) = xt::sum(xs, {Axis});
+    else if constexpr (std::is_same_v<Op, op::mean>) xt::noalias(out) = xt::mean(xs, {Axis});
+    else if constexpr (std::is_same_v<Op, op::max>) xt::noalias(out) = xt::amax(xs, {Axis});
+    else if constexpr (std::is_same_v<Op, op::min>) xt::noalias(out) = xt::amin(xs, {Axis});
+    else {
+        static_assert(std::is_same_v<Op, op::var>);
+        const auto n = static_cast<T>(xs.shape()[Axis]);
+        auto centred = xt::eval(xs - xt::mean(xs, {Axis}, xt::keep_dims));
+        xt::noalias(out) = xt::sum(centred * centred, {Axis}) / (n - T{1});
+    }
+}
+
+template <class Target, class E, bool Upper>
+void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
+    assign(target, t.operand());
+    const auto extents = target.extents();
+    const auto strides = target.strides();
+    constexpr std::size_t r = rank_of<Target>;
+    const std::size_t rows = extents[r - 2], cols = extents[r - 1];
+    std::size_t matrices = 1;
+    for (std::size_t i = 0; i + 2 < r; ++i) matrices *= extents[i];
+    std::array<std::size_t, r> index{};
+    for (std::size_t b = 0; b < matrices; ++b) {
+        std::ptrdiff_t base = 0;
+        for (std::size_t i = 0; i + 2 < r; ++i) base += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < cols; ++j) {
+                const long offset = static_cast<long>(j) - static_cast<long>(i);
+                const bool keep = Upper ? offset >= t.diagonal() : offset <= t.diagonal();
+                if (!keep)
+                    target.data()[base + static_cast<std::ptrdiff_t>(i) * strides[r - 2] +
+                                  static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = value_type_of<Target>{};
+            }
+        for (std::size_t i = r - 2; i-- > 0;) {
+            if (++index[i] < extents[i]) break;
+            index[i] = 0;
+        }
+    }
+}
+
+}  // namespace detail
+
+template <class Target, class Source>
+void assign(Target& target, const Source& source) {
+    using T = value_type_of<Target>;
+    if (detail::must_evaluate_aside(target, source)) {
+        auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
+        xt::noalias(detail::writable(target)) = aside.xtensor();
+        return;
+    }
+    if constexpr (detail::is_matmul<Source>) {
+        if (detail::rows_are_contiguous(target)) return matmul_into(target, source.lhs(), source.rhs(), T{1});
+    } else if constexpr (detail::scaled_matmul<Source>::value) {
+        using recognised = detail::scaled_matmul<Source>;
+        const auto& product = recognised::product(source);
+        if (detail::rows_are_contiguous(target))
+            return matmul_into(target, product.lhs(), product.rhs(), static_cast<T>(recognised::scale(source)));
+    } else if constexpr (detail::is_softmax<Source>) {
+        return detail::softmax_into(target, source);
+    } else if constexpr (detail::is_reduce<Source>) {
+        return detail::reduce_into(target, source);
+    } else if constexpr (detail::is_triangle<Source>) {
+        return detail::triangle_into(target, source);
+    }
+    xt::noalias(detail::writable(target)) = lower(source);
+}
+
+}  // namespace shaped::kernels

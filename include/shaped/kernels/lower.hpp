@@ -1,0 +1,169 @@
+#pragma once
+// Lowering: each shaped expression becomes an xtensor expression (elementwise work, evaluated
+// with xsimd when assigned), and each node that is not elementwise — matmul, softmax, a
+// reduction, tril — is first run by its own kernel into a temporary.
+
+#include <shaped/tensor/tensor.hpp>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xbuilder.hpp>
+#include <xtensor/xmanipulation.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xoperation.hpp>
+#include <xtensor/xstrided_view.hpp>
+
+#include <tuple>
+#include <vector>
+
+namespace shaped::kernels {
+
+// Declared together first: lowering recurses through node types in any order.
+template <class T, Dim... Ds>
+const auto& lower(const Tensor<T, Ds...>& t);
+template <class T, Dim... Ds>
+auto lower(const View<T, Ds...>& v);
+template <class T>
+auto lower(const scalar<T>& s);
+template <class E, std::array<std::size_t, rank_of<E>> Perm>
+auto lower(const permute_node<E, Perm>& p);
+template <class E, class NewDims>
+decltype(auto) lower(const rename_node<E, NewDims>& r);
+template <class Op, std::size_t Axis, class E>
+auto lower(const reduce_node<Op, Axis, E>& r);
+template <std::size_t Axis, class E, bool Log>
+auto lower(const softmax_node<Axis, E, Log>& s);
+template <class L, class R>
+auto lower(const matmul_node<L, R>& m);
+template <class E, bool Upper>
+auto lower(const triangle_node<E, Upper>& t);
+template <class Op, class... Es>
+auto lower(const elementwise<Op, Es...>& e);
+
+// Each overload returns an xtensor expression with E's extents.
+template <class T, Dim... Ds>
+const auto& lower(const Tensor<T, Ds...>& t) {
+    return t.xtensor();
+}
+
+template <class T, Dim... Ds>
+auto lower(const View<T, Ds...>& v) {
+    using value = std::remove_const_t<T>;
+    return xt::adapt(const_cast<value*>(static_cast<const value*>(v.data())), v.size(), xt::no_ownership(),
+                     v.extents(), v.strides());
+}
+
+template <class T>
+auto lower(const scalar<T>& s) {
+    return xt::xscalar<T>(s.value);
+}
+
+template <class E, std::array<std::size_t, rank_of<E>> Perm>
+auto lower(const permute_node<E, Perm>& p) {
+    return xt::transpose(lower(p.operand()), Perm);
+}
+
+template <class E, class NewDims>
+decltype(auto) lower(const rename_node<E, NewDims>& r) {
+    return lower(r.operand());
+}
+
+// Nodes that run a kernel of their own are lowered to the temporary the kernel fills.
+template <Expression E>
+    requires(!Strided<E>)
+auto lower_by_evaluating(const E& e) {
+    return eval(e).xtensor();
+}
+
+template <class Op, std::size_t Axis, class E>
+auto lower(const reduce_node<Op, Axis, E>& r) {
+    return lower_by_evaluating(r);
+}
+template <std::size_t Axis, class E, bool Log>
+auto lower(const softmax_node<Axis, E, Log>& s) {
+    return lower_by_evaluating(s);
+}
+template <class L, class R>
+auto lower(const matmul_node<L, R>& m) {
+    return lower_by_evaluating(m);
+}
+template <class E, bool Upper>
+auto lower(const triangle_node<E, Upper>& t) {
+    return lower_by_evaluating(t);
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+namespace detail {
+template <class Op>
+struct apply;
+
+#define SHAPED_LOWER_OP(tag, ...)                      \
+    template <>                                        \
+    struct apply<op::tag> {                            \
+        template <class... A>                          \
+        static auto on(A&&... a) {                     \
+            return __VA_ARGS__;                        \
+        }                                              \
+    };
+
+SHAPED_LOWER_OP(add, (std::forward<A>(a) + ...))
+SHAPED_LOWER_OP(subtract, (std::forward<A>(a) - ...))
+SHAPED_LOWER_OP(multiply, (std::forward<A>(a) * ...))
+SHAPED_LOWER_OP(divide, (std::forward<A>(a) / ...))
+SHAPED_LOWER_OP(maximum, xt::maximum(std::forward<A>(a)...))
+SHAPED_LOWER_OP(minimum, xt::minimum(std::forward<A>(a)...))
+SHAPED_LOWER_OP(equal, xt::equal(std::forward<A>(a)...))
+SHAPED_LOWER_OP(not_equal, xt::not_equal(std::forward<A>(a)...))
+SHAPED_LOWER_OP(less, xt::less(std::forward<A>(a)...))
+SHAPED_LOWER_OP(less_equal, xt::less_equal(std::forward<A>(a)...))
+SHAPED_LOWER_OP(greater, xt::greater(std::forward<A>(a)...))
+SHAPED_LOWER_OP(greater_equal, xt::greater_equal(std::forward<A>(a)...))
+SHAPED_LOWER_OP(logical_and, (std::forward<A>(a) && ...))
+SHAPED_LOWER_OP(logical_or, (std::forward<A>(a) || ...))
+SHAPED_LOWER_OP(where, xt::where(std::forward<A>(a)...))
+#undef SHAPED_LOWER_OP
+
+#define SHAPED_LOWER_UNARY(tag, ...)                   \
+    template <>                                        \
+    struct apply<op::tag> {                            \
+        template <class A>                             \
+        static auto on(A&& a) {                        \
+            return __VA_ARGS__;                        \
+        }                                              \
+    };
+SHAPED_LOWER_UNARY(negate, -std::forward<A>(a))
+SHAPED_LOWER_UNARY(logical_not, !std::forward<A>(a))
+SHAPED_LOWER_UNARY(exp, xt::exp(std::forward<A>(a)))
+SHAPED_LOWER_UNARY(log, xt::log(std::forward<A>(a)))
+SHAPED_LOWER_UNARY(sqrt, xt::sqrt(std::forward<A>(a)))
+SHAPED_LOWER_UNARY(rsqrt, 1 / xt::sqrt(std::forward<A>(a)))
+SHAPED_LOWER_UNARY(tanh, xt::tanh(std::forward<A>(a)))
+SHAPED_LOWER_UNARY(abs, xt::abs(std::forward<A>(a)))
+SHAPED_LOWER_UNARY(sigmoid, 1 / (1 + xt::exp(-std::forward<A>(a))))
+SHAPED_LOWER_UNARY(relu, xt::maximum(std::forward<A>(a), 0))
+SHAPED_LOWER_UNARY(square, xt::square(std::forward<A>(a)))
+#undef SHAPED_LOWER_UNARY
+
+template <>
+struct apply<op::masked_fill> {
+    template <class E, class M, class V>
+    static auto on(E&& e, M&& mask, V&& value) {
+        return xt::where(std::forward<M>(mask), std::forward<V>(value), std::forward<E>(e));
+    }
+};
+
+template <class To>
+struct apply<op::cast<To>> {
+    template <class E>
+    static auto on(E&& e) {
+        return xt::cast<To>(std::forward<E>(e));
+    }
+};
+}  // namespace detail
+
+template <class Op, class... Es>
+auto lower(const elementwise<Op, Es...>& e) {
+    return std::apply([](const auto&... operand) { return detail::apply<Op>::on(lower(operand)...); }, e.operands());
+}
+
+}  // namespace shaped::kernels

@@ -1,0 +1,178 @@
+#pragma once
+// matmul lowered to BLAS. Operands that are Tensors, Views, or transposes of them are read in
+// place: a transposed operand becomes BLAS's transpose flag, never a copy. Batch dims are looped
+// over, except where lhs rows run contiguously across its batch and rhs has no batch of its own
+// (a Linear layer's x @ W^T): then one GEMM covers the whole batch.
+
+#include <shaped/kernels/blas.hpp>
+#include <shaped/kernels/lower.hpp>
+
+#include <array>
+#include <cstddef>
+#include <variant>
+#include <vector>
+
+namespace shaped::kernels {
+
+// A read-only strided description of an operand's elements.
+template <class T, std::size_t R>
+struct strided {
+    const T* data;
+    std::array<std::size_t, R> extents;
+    std::array<std::ptrdiff_t, R> strides;
+};
+
+// The operand as strided elements, and whatever owns them if a temporary had to be made.
+template <class T, std::size_t R, class Owner>
+struct strided_operand {
+    Owner owner;
+    strided<T, R> elements;
+};
+
+namespace detail {
+template <class E>
+constexpr bool readable_in_place = Strided<E>;
+template <class E, std::array<std::size_t, rank_of<E>> Perm>
+constexpr bool readable_in_place<permute_node<E, Perm>> = readable_in_place<std::remove_cvref_t<E>>;
+template <class E, class NewDims>
+constexpr bool readable_in_place<rename_node<E, NewDims>> = readable_in_place<std::remove_cvref_t<E>>;
+
+template <class T, class E>
+strided<T, rank_of<E>> in_place(const E& e) {
+    if constexpr (Strided<E>) {
+        return {e.data(), e.extents(), e.strides()};
+    } else if constexpr (requires { E::permutation; }) {
+        const auto inner = in_place<T>(e.operand());
+        strided<T, rank_of<E>> out{inner.data, {}, {}};
+        for (std::size_t i = 0; i < rank_of<E>; ++i) {
+            out.extents[i] = inner.extents[E::permutation[i]];
+            out.strides[i] = inner.strides[E::permutation[i]];
+        }
+        return out;
+    } else {
+        return in_place<T>(e.operand());
+    }
+}
+}  // namespace detail
+
+template <class T, class E>
+auto as_strided(const E& e) {
+    constexpr std::size_t R = rank_of<E>;
+    if constexpr (detail::readable_in_place<E>) {
+        return strided_operand<T, R, std::monostate>{{}, detail::in_place<T>(e)};
+    } else {
+        auto owner = tensor_for<T, dims_of<E>>(e);
+        const strided<T, R> elements{owner.data(), owner.extents(), owner.strides()};
+        return strided_operand<T, R, decltype(owner)>{std::move(owner), elements};
+    }
+}
+
+namespace detail {
+
+// How BLAS reads a matrix with strides (row, col): untransposed if columns are adjacent,
+// transposed if rows are; otherwise it cannot without a copy.
+struct blas_layout {
+    bool ok;
+    bool transposed;
+    std::size_t leading;
+};
+inline blas_layout layout_of(std::ptrdiff_t row_stride, std::ptrdiff_t col_stride, std::size_t rows, std::size_t cols) {
+    if (col_stride == 1 || cols == 1)
+        return {row_stride >= static_cast<std::ptrdiff_t>(cols) || rows == 1, false,
+                std::max<std::size_t>(rows == 1 ? cols : static_cast<std::size_t>(row_stride), std::max<std::size_t>(cols, 1))};
+    if (row_stride == 1 || rows == 1)
+        return {col_stride >= static_cast<std::ptrdiff_t>(rows), true,
+                std::max<std::size_t>(static_cast<std::size_t>(col_stride), std::max<std::size_t>(rows, 1))};
+    return {false, false, 0};
+}
+
+// Strides of one operand's batch dims aligned to the result's batch dims (0 where it spreads).
+template <std::size_t Batch, std::size_t R>
+std::array<std::ptrdiff_t, Batch> batch_strides(const std::array<std::size_t, R>& extents,
+                                                const std::array<std::ptrdiff_t, R>& strides) {
+    std::array<std::ptrdiff_t, Batch> out{};
+    constexpr std::size_t own = R - 2;
+    for (std::size_t i = 0; i < own; ++i) out[Batch - own + i] = extents[i] == 1 ? 0 : strides[i];
+    return out;
+}
+
+template <class T, std::size_t R>
+auto contiguous_copy(const strided<T, R>& s) {
+    std::vector<T> copy;
+    std::size_t n = 1;
+    for (auto e : s.extents) n *= e;
+    copy.resize(n);
+    auto src = xt::adapt(s.data, n, xt::no_ownership(), s.extents, s.strides);
+    auto dst = xt::adapt(copy.data(), n, xt::no_ownership(), s.extents);
+    dst = src;
+    return copy;
+}
+}  // namespace detail
+
+// target = alpha * (lhs @ rhs). Target is a Tensor or a View with unit column stride.
+template <class Target, class L, class R, class T>
+void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha) {
+    auto lhs_op = as_strided<T>(lhs_expr);
+    auto rhs_op = as_strided<T>(rhs_expr);
+    auto lhs = lhs_op.elements;
+    auto rhs = rhs_op.elements;
+    constexpr std::size_t lr = rank_of<L>, rr = rank_of<R>, cr = rank_of<Target>, batch = cr - 2;
+    const auto out_extents = target.extents();
+    const auto out_strides = target.strides();
+    const std::size_t m = out_extents[cr - 2], n = out_extents[cr - 1], k = lhs.extents[lr - 1];
+
+    // Operands BLAS cannot read as they lie are copied to row-major once.
+    std::vector<T> lhs_copy, rhs_copy;
+    auto la = detail::layout_of(lhs.strides[lr - 2], lhs.strides[lr - 1], m, k);
+    if (!la.ok) {
+        lhs_copy = detail::contiguous_copy(lhs);
+        lhs = {lhs_copy.data(), lhs.extents, row_major_strides(lhs.extents)};
+        la = detail::layout_of(lhs.strides[lr - 2], lhs.strides[lr - 1], m, k);
+    }
+    auto rb = detail::layout_of(rhs.strides[rr - 2], rhs.strides[rr - 1], k, n);
+    if (!rb.ok) {
+        rhs_copy = detail::contiguous_copy(rhs);
+        rhs = {rhs_copy.data(), rhs.extents, row_major_strides(rhs.extents)};
+        rb = detail::layout_of(rhs.strides[rr - 2], rhs.strides[rr - 1], k, n);
+    }
+    const std::size_t ldc = out_strides[cr - 2] > 0 ? static_cast<std::size_t>(out_strides[cr - 2]) : n;
+
+    const auto lb = detail::batch_strides<batch>(lhs.extents, lhs.strides);
+    const auto rbs = detail::batch_strides<batch>(rhs.extents, rhs.strides);
+    std::size_t batches = 1;
+    for (std::size_t i = 0; i < batch; ++i) batches *= out_extents[i];
+
+    // One GEMM for the whole batch when lhs rows continue across it and rhs is shared.
+    bool fold = !la.transposed && batch > 0;
+    for (std::size_t i = 0; i < batch && fold; ++i) {
+        const std::size_t inner_rows = [&] {
+            std::size_t rows = m;
+            for (std::size_t j = i + 1; j < batch; ++j) rows *= out_extents[j];
+            return rows;
+        }();
+        fold = rbs[i] == 0 && lb[i] == static_cast<std::ptrdiff_t>(inner_rows * la.leading) &&
+               out_strides[i] == static_cast<std::ptrdiff_t>(inner_rows * ldc);
+    }
+    if (fold || batch == 0) {
+        blas::gemm(la.transposed, rb.transposed, m * batches, n, k, alpha, lhs.data, la.leading, rhs.data, rb.leading,
+                   T{0}, target.data(), ldc);
+        return;
+    }
+    std::array<std::size_t, batch> index{};
+    for (std::size_t b = 0; b < batches; ++b) {
+        std::ptrdiff_t lo = 0, ro = 0, co = 0;
+        for (std::size_t i = 0; i < batch; ++i) {
+            lo += static_cast<std::ptrdiff_t>(index[i]) * lb[i];
+            ro += static_cast<std::ptrdiff_t>(index[i]) * rbs[i];
+            co += static_cast<std::ptrdiff_t>(index[i]) * out_strides[i];
+        }
+        blas::gemm(la.transposed, rb.transposed, m, n, k, alpha, lhs.data + lo, la.leading, rhs.data + ro, rb.leading,
+                   T{0}, target.data() + co, ldc);
+        for (std::size_t i = batch; i-- > 0;) {
+            if (++index[i] < out_extents[i]) break;
+            index[i] = 0;
+        }
+    }
+}
+
+}  // namespace shaped::kernels

@@ -1,0 +1,219 @@
+#pragma once
+// Tensor<T, Dims...>: owns its elements, row-major, on xtensor storage. Its type carries the
+// dims; its extents are known at run time (the static ones also at compile time). Assigning an
+// expression checks the dims, then runs the expression into this storage.
+
+#include <shaped/expr.hpp>
+#include <shaped/tensor/view.hpp>
+
+#include <xtensor/xfixed.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace shaped {
+
+template <class T, Dim... Ds>
+class Tensor;
+
+namespace kernels {
+// Runs expression `source` into `target` (a Tensor or View of the same dims and extents).
+// Defined by the kernels layer.
+template <class Target, class Source>
+void assign(Target& target, const Source& source);
+}  // namespace kernels
+
+namespace detail {
+
+// Static tensors up to this size keep their elements inline (no allocation, as xtensor_fixed);
+// larger ones live on the heap, so that a Tensor on the stack cannot overflow it.
+inline constexpr std::size_t max_inline_bytes = 16 * 1024;
+
+template <class T, Dim... Ds>
+constexpr bool stores_inline = (Ds::is_static && ...) && ((Ds::extent * ... * 1) * sizeof(T) <= max_inline_bytes);
+
+template <class T, Dim... Ds>
+consteval auto storage_of() {
+    if constexpr (stores_inline<T, Ds...>) return std::type_identity<xt::xtensor_fixed<T, xt::xshape<Ds::extent...>>>{};
+    else return std::type_identity<xt::xtensor<T, sizeof...(Ds)>>{};
+}
+template <class T, Dim... Ds>
+using storage_for = typename decltype(storage_of<T, Ds...>())::type;
+
+}  // namespace detail
+
+template <class T, Dim... Ds>
+class Tensor : public expression_base {
+public:
+    using value_type = T;
+    using dims_type = dims<Ds...>;
+    using shape_type = Shape<Ds...>;
+    using storage_type = detail::storage_for<T, Ds...>;
+    static constexpr bool owns_storage = true;
+    static constexpr std::size_t rank = sizeof...(Ds);
+    using extents_type = std::array<std::size_t, rank>;
+
+    // All extents static: zero-filled.
+    Tensor()
+        requires dims_type::all_static
+    {
+        allocate(extents_type{Ds::extent...});
+    }
+
+    // Dynamic extents given as dim values, one per dynamic dim, in order: Tensor<float, B, T>(T{5}).
+    template <DynamicDim... Dynamic>
+        requires(sizeof...(Dynamic) > 0 && std::is_same_v<dims<Dynamic...>, dynamic_dims<dims_type>>)
+    explicit Tensor(Dynamic... extents) {
+        allocate(detail::make_extents(dims_type{}, extents...));
+    }
+
+    // Zero-filled with the given extents, checked against the static ones.
+    explicit Tensor(const shape_type& shape) {
+        detail::check_extents_fit("Tensor", dims_type{}, shape.extents());
+        allocate(shape.extents());
+    }
+
+    Tensor(const Tensor&) = default;
+    Tensor(Tensor&&) noexcept = default;
+    Tensor& operator=(const Tensor&) = default;
+    Tensor& operator=(Tensor&&) noexcept = default;
+
+    // From any expression whose dims meet these: evaluates it.
+    template <Expression E>
+        requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+    Tensor(E&& source) {
+        if constexpr (detail::check_assign<dims_type, dims_of<E>>()) {
+            const auto extents = source.extents();
+            detail::check_extents_fit("assign", dims_type{}, extents);
+            allocate(extents);
+            kernels::assign(*this, source);
+        }
+    }
+
+    template <Expression E>
+        requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+    Tensor& operator=(E&& source) {
+        if constexpr (detail::check_assign<dims_type, dims_of<E>>()) {
+            const auto extents = source.extents();
+            detail::check_extents_fit("assign", dims_type{}, extents);
+            if (extents != this->extents()) allocate(extents);
+            kernels::assign(*this, source);
+        }
+        return *this;
+    }
+
+    // From an xtensor container or expression; its shape is checked at run time.
+    template <class X>
+    static Tensor from_xtensor(const xt::xexpression<X>& x) {
+        const auto& e = x.derived_cast();
+        if (e.dimension() != rank)
+            throw shape_error("shaped::Tensor::from_xtensor: rank " + std::to_string(e.dimension()) +
+                              " does not meet the declared rank " + std::to_string(rank));
+        extents_type extents{};
+        std::copy(e.shape().begin(), e.shape().end(), extents.begin());
+        Tensor t{shape_type(extents)};
+        t.storage_ = e;
+        return t;
+    }
+
+    const storage_type& xtensor() const { return storage_; }
+    storage_type& xtensor() { return storage_; }
+
+    extents_type extents() const {
+        extents_type e{};
+        std::copy(storage_.shape().begin(), storage_.shape().end(), e.begin());
+        return e;
+    }
+    shape_type shape() const { return shape_type(extents()); }
+    std::size_t size() const { return storage_.size(); }
+    static constexpr bool is_contiguous() { return true; }
+    T* data() { return storage_.data(); }
+    const T* data() const { return storage_.data(); }
+    std::span<T> elements() { return {data(), size()}; }
+    std::span<const T> elements() const { return {data(), size()}; }
+
+    // Row-major strides in elements.
+    std::array<std::ptrdiff_t, rank> strides() const { return row_major_strides(extents()); }
+
+    // Element access, bounds-checked: t(b, t, c).
+    template <std::integral... I>
+    T& operator()(I... index) {
+        return data()[offset_of(index...)];
+    }
+    template <std::integral... I>
+    const T& operator()(I... index) const {
+        return data()[offset_of(index...)];
+    }
+
+    // The value of a tensor with one element, as torch's item().
+    T item() const {
+        if (size() != 1)
+            throw shape_error("shaped::Tensor::item: the tensor has " + std::to_string(size()) +
+                              " elements, not one");
+        return data()[0];
+    }
+
+    View<const T, Ds...> view() const { return {data(), extents(), strides()}; }
+    View<T, Ds...> view() { return {data(), extents(), strides()}; }
+
+    // Positional and named forms of the structural operations, as methods for the seed's style.
+    auto mT() const& { return shaped::mT(*this); }
+    auto mT() && { return shaped::mT(std::move(*this)); }
+    template <int I, int J>
+    auto transpose() const& { return shaped::transpose<I, J>(*this); }
+    template <int I, int J>
+    auto transpose() && { return shaped::transpose<I, J>(std::move(*this)); }
+    template <Dim A, Dim B>
+    auto transpose() const& { return shaped::transpose<A, B>(*this); }
+
+private:
+    void allocate(const extents_type& extents) {
+        if constexpr (detail::stores_inline<T, Ds...>) {
+            storage_.fill(T{});
+        } else {
+            storage_ = storage_type::from_shape(extents);
+            storage_.fill(T{});
+        }
+    }
+
+    template <class... I>
+    std::size_t offset_of(I... index) const {
+        if constexpr (sizeof...(I) != rank) {
+            (void)diag::index_count<diag::show_dims<dims_type>>{};
+            return 0;
+        } else {
+            const std::array<long long, rank> idx{static_cast<long long>(index)...};
+            return detail::checked_offset(idx, extents(), strides(), dims_type{});
+        }
+    }
+
+    storage_type storage_;
+};
+
+template <class T, Dim... Ds>
+Tensor(const Tensor<T, Ds...>&) -> Tensor<T, Ds...>;
+
+template <class T, class List>
+struct tensor_for_impl;
+template <class T, Dim... Ds>
+struct tensor_for_impl<T, dims<Ds...>> {
+    using type = Tensor<T, Ds...>;
+};
+// The Tensor of elements T with the dims of List.
+template <class T, class List>
+using tensor_for = typename tensor_for_impl<T, List>::type;
+
+// A Tensor of E's element type and dims, holding E's values.
+template <Expression E>
+auto eval(E&& e) {
+    return tensor_for<value_type_of<E>, dims_of<E>>(std::forward<E>(e));
+}
+
+}  // namespace shaped

@@ -1,0 +1,206 @@
+#pragma once
+// View<T, Dims...>: a non-owning, strided window on elements owned elsewhere (a Tensor, a
+// cache's filled prefix, a slice). T is const for read-only views. A view is valid only while
+// its owner lives and is not reallocated.
+
+#include <shaped/expr.hpp>
+
+#include <array>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace shaped {
+
+namespace kernels {
+template <class Target, class Source>
+void assign(Target& target, const Source& source);
+}  // namespace kernels
+
+namespace detail {
+
+// The offset of an index, each coordinate checked against its dim (negative counts from the end
+// is not supported: shaped indices are positions).
+template <std::size_t R, Dim... Ds>
+std::ptrdiff_t checked_offset(const std::array<long long, R>& index, const std::array<std::size_t, R>& extents,
+                              const std::array<std::ptrdiff_t, R>& strides, dims<Ds...>) {
+    constexpr std::array<std::string_view, R> names{Ds::name.view()...};
+    std::ptrdiff_t offset = 0;
+    for (std::size_t i = 0; i < R; ++i) {
+        if (index[i] < 0 || static_cast<std::size_t>(index[i]) >= extents[i])
+            throw std::out_of_range("shaped: index " + std::to_string(index[i]) + " is out of range for dim " +
+                                    describe_dim(names[i], extents[i]));
+        offset += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
+    }
+    return offset;
+}
+
+// The dims a target declares meet the dims of what is assigned to it, or the compile error
+// shows both lists.
+template <class Target, class Source>
+constexpr bool check_assign() {
+    constexpr bool ok = [] {
+        if constexpr (Target::rank != Source::rank) return false;
+        else
+            return []<std::size_t... I>(std::index_sequence<I...>) {
+                return (can_meet<dim_at<I, Target>, dim_at<I, Source>> && ...);
+            }(std::make_index_sequence<Target::rank>{});
+    }();
+    if constexpr (!ok) (void)diag::assign_dims<diag::show_dims<Target>, diag::show_dims<Source>>{};
+    return ok;
+}
+
+}  // namespace detail
+
+template <class T, Dim... Ds>
+class View : public expression_base {
+public:
+    using value_type = std::remove_const_t<T>;
+    using element_type = T;
+    using dims_type = dims<Ds...>;
+    using shape_type = Shape<Ds...>;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = sizeof...(Ds);
+    using extents_type = std::array<std::size_t, rank>;
+    using strides_type = std::array<std::ptrdiff_t, rank>;
+
+    View(T* data, const extents_type& extents, const strides_type& strides)
+        : data_(data), extents_(extents), strides_(strides) {
+        detail::check_extents_fit("View", dims_type{}, extents);
+    }
+
+    // A read-only view of a writable one.
+    operator View<const value_type, Ds...>() const
+        requires(!std::is_const_v<T>)
+    {
+        return {data_, extents_, strides_};
+    }
+
+    // Writes an expression's values through the view (only into a writable view).
+    template <Expression E>
+        requires(!std::is_const_v<T>)
+    const View& operator=(const E& source) const {
+        if constexpr (!detail::check_assign<dims_type, dims_of<E>>()) return *this;
+        const auto extents = source.extents();
+        if (extents != extents_)
+            throw shape_error("shaped::View: the assigned expression's extents differ from the view's");
+        kernels::assign(*this, source);
+        return *this;
+    }
+
+    const extents_type& extents() const { return extents_; }
+    const strides_type& strides() const { return strides_; }
+    shape_type shape() const { return shape_type(extents_); }
+    T* data() const { return data_; }
+    std::size_t size() const { return shape().numel(); }
+
+    bool is_contiguous() const {
+        std::ptrdiff_t stride = 1;
+        for (std::size_t i = rank; i-- > 0;) {
+            if (extents_[i] != 1 && strides_[i] != stride) return false;
+            stride *= static_cast<std::ptrdiff_t>(extents_[i]);
+        }
+        return true;
+    }
+
+    template <std::integral... I>
+    T& operator()(I... index) const {
+        static_assert(sizeof...(I) == rank, "shaped::View: an element access takes one index per dim");
+        const std::array<long long, rank> idx{static_cast<long long>(index)...};
+        return data_[detail::checked_offset(idx, extents_, strides_, dims_type{})];
+    }
+
+    auto mT() const { return shaped::mT(*this); }
+    template <int I, int J>
+    auto transpose() const { return shaped::transpose<I, J>(*this); }
+    template <Dim A, Dim B>
+    auto transpose() const { return shaped::transpose<A, B>(*this); }
+
+private:
+    T* data_;
+    extents_type extents_;
+    strides_type strides_;
+};
+
+
+template <class T, class List>
+struct view_for_impl;
+template <class T, Dim... Ds>
+struct view_for_impl<T, dims<Ds...>> {
+    using type = View<T, Ds...>;
+};
+// The View of elements T with the dims of List.
+template <class T, class List>
+using view_for = typename view_for_impl<T, List>::type;
+
+template <class S>
+concept Strided = Expression<S> && requires(const S& s) {
+    s.data();
+    s.strides();
+};
+
+namespace op {
+struct slice {};
+struct select {};
+}  // namespace op
+
+namespace detail {
+template <class S>
+using view_element_t = std::remove_pointer_t<decltype(std::declval<S&>().data())>;
+
+// Axis is a position or the index of a uniquely named dim.
+template <class Op, auto Axis, class List>
+constexpr bool check_dim_or_axis() {
+    if constexpr (Dim<decltype(Axis)>) return check_named<Op, decltype(Axis), List>();
+    else return check_axis<Op, Axis, List::rank>();
+}
+}  // namespace detail
+
+// slice<D>(t, begin, end): elements begin..end-1 along dim D (by name, or by position), as a
+// View whose D is dynamic. Out-of-range bounds throw, naming the dim.
+template <Dim D, Strided S>
+auto slice(S& s, std::size_t begin, std::size_t end) {
+    using List = dims_of<S>;
+    if constexpr (!detail::check_named<op::slice, D, List>()) {
+        return diag::failed{};
+    } else {
+        constexpr std::size_t axis = index_named<D, List>;
+        auto extents = s.extents();
+        auto strides = s.strides();
+        if (begin > end || end > extents[axis])
+            throw shape_error("shaped::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                              ") does not fit dim " + describe_dim(D::name.view(), extents[axis]));
+        extents[axis] = end - begin;
+        using result = view_for<detail::view_element_t<S>, replace_at<axis, dynamic_of<dim_at<axis, List>>, List>>;
+        return result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides);
+    }
+}
+
+// select<D>(t, i): the slice at index i along dim D, without that dim (t[i] for the first).
+template <Dim D, Strided S>
+auto select(S& s, std::size_t index) {
+    using List = dims_of<S>;
+    if constexpr (!detail::check_named<op::select, D, List>()) {
+        return diag::failed{};
+    } else {
+        constexpr std::size_t axis = index_named<D, List>;
+        const auto extents = s.extents();
+        const auto strides = s.strides();
+        if (index >= extents[axis])
+            throw std::out_of_range("shaped::select: index " + std::to_string(index) + " is out of range for dim " +
+                                    describe_dim(D::name.view(), extents[axis]));
+        constexpr std::size_t r = List::rank;
+        std::array<std::size_t, r - 1> e{};
+        std::array<std::ptrdiff_t, r - 1> st{};
+        for (std::size_t i = 0, j = 0; i < r; ++i)
+            if (i != axis) {
+                e[j] = extents[i];
+                st[j++] = strides[i];
+            }
+        using result = view_for<detail::view_element_t<S>, drop_at<axis, List>>;
+        return result(s.data() + static_cast<std::ptrdiff_t>(index) * strides[axis], e, st);
+    }
+}
+
+}  // namespace shaped

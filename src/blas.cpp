@@ -1,0 +1,26 @@
+// BLAS calls, compiled once: every matmul in shaped ends here.
+#include <shaped/kernels/blas.hpp>
+
+#include <cblas.h>
+
+namespace shaped::kernels::blas {
+
+namespace {
+CBLAS_TRANSPOSE flag(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }
+blasint blas_int(std::size_t n) { return static_cast<blasint>(n); }
+}  // namespace
+
+void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+          const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
+    cblas_sgemm(CblasRowMajor, flag(transpose_a), flag(transpose_b), blas_int(m), blas_int(n), blas_int(k), alpha, a,
+                blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+}
+
+void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, double alpha,
+          const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
+          std::size_t ldc) {
+    cblas_dgemm(CblasRowMajor, flag(transpose_a), flag(transpose_b), blas_int(m), blas_int(n), blas_int(k), alpha, a,
+                blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+}
+
+}  // namespace shaped::kernels::blas
