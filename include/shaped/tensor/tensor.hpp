@@ -37,12 +37,17 @@ namespace detail {
 inline constexpr std::size_t max_inline_bytes = 16 * 1024;
 
 template <class T, Dim... Ds>
-constexpr bool stores_inline = (Ds::is_static && ...) && ((Ds::extent * ... * 1) * sizeof(T) <= max_inline_bytes);
+constexpr bool stores_inline = [] {
+    if constexpr ((Ds::is_static && ...)) return (Ds::extent * ... * std::size_t{1}) * sizeof(T) <= max_inline_bytes;
+    else return false;
+}();
 
 template <class T, Dim... Ds>
 consteval auto storage_of() {
-    if constexpr (stores_inline<T, Ds...>) return std::type_identity<xt::xtensor_fixed<T, xt::xshape<Ds::extent...>>>{};
-    else return std::type_identity<xt::xtensor<T, sizeof...(Ds)>>{};
+    if constexpr (stores_inline<T, Ds...>)
+        return std::type_identity<xt::xtensor_fixed<T, xt::xshape<Ds::extent...>>>{};
+    else
+        return std::type_identity<xt::xtensor<T, sizeof...(Ds)>>{};
 }
 template <class T, Dim... Ds>
 using storage_for = typename decltype(storage_of<T, Ds...>())::type;
