@@ -361,13 +361,4 @@ void print_torch(std::ostream& os, std::span<const std::size_t> shape,
   print_any(os, shape, data);
 }
 
-void print_size(std::ostream& os, std::span<const named_extent> dims) {
-  os << "Size([";
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) os << ", ";
-    os << dims[i].name << '=' << dims[i].extent;
-  }
-  os << "])";
-}
-
 }  // namespace shaped::detail

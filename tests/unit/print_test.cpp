@@ -1,6 +1,7 @@
 // print_torch must reproduce PyTorch 1.13's str(tensor) character for character; the expected
 // strings come from torch itself, through print_cases.py.
 
+#include "shaped/core/shape.hpp"
 #include "shaped/tensor/print_format.hpp"
 
 #include <catch2/catch.hpp>
@@ -62,17 +63,15 @@ TEST_CASE("print_torch matches torch for integer tensors", "[print]") {
   check_all<std::int32_t>(int32_cases);
 }
 
-TEST_CASE("print_size names every dimension", "[print]") {
-  using shaped::detail::named_extent;
+TEST_CASE("a shape prints as torch.Size with the dims' names", "[print]") {
   std::ostringstream os;
 
   SECTION("ranked") {
-    const named_extent dims[] = {{"B", 2}, {"T", 4}, {"H", 16}};
-    shaped::detail::print_size(os, dims);
+    os << shaped::Shape<shaped::dim<"B", 2>, shaped::dim<"T">, shaped::dim<"H", 16>>({2, 4, 16});
     CHECK(os.str() == "Size([B=2, T=4, H=16])");
   }
   SECTION("0-d") {
-    shaped::detail::print_size(os, {});
+    os << shaped::Shape<>({});
     CHECK(os.str() == "Size([])");
   }
 }

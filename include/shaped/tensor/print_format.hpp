@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <iosfwd>
 #include <span>
-#include <string_view>
 
 namespace shaped::detail {
 
@@ -26,14 +25,5 @@ void print_torch(std::ostream& os, std::span<const std::size_t> shape,
                  std::span<const std::int32_t> data);
 void print_torch(std::ostream& os, std::span<const std::size_t> shape,
                  std::span<const std::int64_t> data);
-
-// One dimension of a shape, as shown by print_size.
-struct named_extent {
-  std::string_view name;
-  std::size_t extent;
-};
-
-// Writes `Size([B=2, T=4, H=16])`, or `Size([])` for a 0-d shape.
-void print_size(std::ostream& os, std::span<const named_extent> dims);
 
 }  // namespace shaped::detail
