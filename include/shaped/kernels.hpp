@@ -1,5 +1,6 @@
 #pragma once
 // Layer 4: where expressions are lowered and run.
+#include <shaped/kernels/concat.hpp>
 #include <shaped/kernels/evaluate.hpp>
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>

@@ -149,6 +149,12 @@ struct concat_dims {
 };
 
 template <class... Shown>
+struct not_a_permutation {
+    static_assert(sizeof...(Shown) == 0,
+                  "shaped::permute: the axes must name each dim exactly once");
+};
+
+template <class... Shown>
 struct index_count {
     static_assert(sizeof...(Shown) == 0,
                   "shaped::Tensor: an element access takes one index per dim");

@@ -133,6 +133,43 @@ auto mT(E&& e) {
     return transpose<-2, -1>(std::forward<E>(e));
 }
 
+namespace detail {
+template <int... Axes>
+constexpr bool is_permutation() {
+    constexpr int rank = sizeof...(Axes);
+    std::array<bool, sizeof...(Axes)> seen{};
+    for (int a : {Axes...}) {
+        const int i = a < 0 ? a + rank : a;
+        if (i < 0 || i >= rank || seen[static_cast<std::size_t>(i)]) return false;
+        seen[static_cast<std::size_t>(i)] = true;
+    }
+    return true;
+}
+}  // namespace detail
+
+// permute<Axes...>(e): result dim i is e's dim Axes[i], as x.permute(...) does.
+template <int... Axes, Expression E>
+    requires(sizeof...(Axes) > 0)
+auto permute(E&& e) {
+    constexpr std::size_t rank = rank_of<E>;
+    if constexpr (sizeof...(Axes) != rank || !detail::is_permutation<Axes...>()) {
+        (void)diag::not_a_permutation<diag::axis<Axes>..., diag::rank<rank>>{};
+        return diag::failed{};
+    } else {
+        constexpr std::array<std::size_t, rank> perm{normalize_axis<Axes, rank>...};
+        return permute_node<operand_t<E&&>, perm>(std::forward<E>(e));
+    }
+}
+
+// permute<Ds...>(e) by name: the same dims in the order named; each name must occur once.
+template <Dim... Ds, Expression E>
+    requires(sizeof...(Ds) > 0)
+auto permute(E&& e) {
+    using List = dims_of<E>;
+    if constexpr (!(detail::check_named<op::transpose, Ds, List>() && ...)) return diag::failed{};
+    else return permute<static_cast<int>(index_named<Ds, List>)...>(std::forward<E>(e));
+}
+
 // rename<From, To>(e): the dim named From is called To; To must not name another dim already.
 template <Dim From, Dim To, Expression E>
 auto rename(E&& e) {

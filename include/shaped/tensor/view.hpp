@@ -170,10 +170,28 @@ auto slice(S& s, std::size_t begin, std::size_t end) {
         auto strides = s.strides();
         if (begin > end || end > extents[axis])
             throw shape_error("shaped::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
-                              ") does not fit dim " + describe_dim(D::name.view(), extents[axis]));
+                              ") does not fit dim " + detail::describe_dim(D::name.view(), extents[axis]));
         extents[axis] = end - begin;
         using result = view_for<detail::view_element_t<S>, replace_at<axis, dynamic_of<dim_at<axis, List>>, List>>;
         return result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides);
+    }
+}
+
+// slice<D, Begin, End>(t): the same with bounds known to the compiler; D's extent in the View is
+// static, End - Begin.
+template <Dim D, std::size_t Begin, std::size_t End, Strided S>
+auto slice(S& s) {
+    using List = dims_of<S>;
+    if constexpr (!detail::check_named<op::slice, D, List>()) {
+        return diag::failed{};
+    } else {
+        constexpr std::size_t axis = index_named<D, List>;
+        using Old = dim_at<axis, List>;
+        static_assert(Begin <= End, "shaped::slice: the range's end comes before its begin");
+        if constexpr (Old::is_static) static_assert(End <= Old::extent, "shaped::slice: the range does not fit the dim");
+        auto window = slice<D>(s, Begin, End);
+        using result = view_for<detail::view_element_t<S>, replace_at<axis, dim<Old::name, End - Begin>, List>>;
+        return result(window.data(), window.extents(), window.strides());
     }
 }
 
@@ -189,7 +207,7 @@ auto select(S& s, std::size_t index) {
         const auto strides = s.strides();
         if (index >= extents[axis])
             throw std::out_of_range("shaped::select: index " + std::to_string(index) + " is out of range for dim " +
-                                    describe_dim(D::name.view(), extents[axis]));
+                                    detail::describe_dim(D::name.view(), extents[axis]));
         constexpr std::size_t r = List::rank;
         std::array<std::size_t, r - 1> e{};
         std::array<std::ptrdiff_t, r - 1> st{};

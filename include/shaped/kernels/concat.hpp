@@ -1,0 +1,88 @@
+#pragma once
+// concat<D>(a, b, ...): tensors joined along dim D (by name or by position), as torch.cat.
+// The other dims must meet; D's extent is the sum, static where every operand's is.
+
+#include <shaped/kernels/evaluate.hpp>
+
+#include <string>
+
+namespace shaped {
+
+namespace op {
+struct concat {};
+}  // namespace op
+
+namespace detail {
+
+template <std::size_t Axis, class First, class... Rest>
+consteval auto joined_dim() {
+    using D = dim_at<Axis, dims_of<First>>;
+    if constexpr ((D::is_static && ... && dim_at<Axis, dims_of<Rest>>::is_static))
+        return std::type_identity<dim<D::name, (D::extent + ... + dim_at<Axis, dims_of<Rest>>::extent)>>{};
+    else
+        return std::type_identity<dynamic_of<D>>{};
+}
+
+// Every operand has First's rank and dims, except for the extent of the joined dim.
+template <std::size_t Axis, class First, class Other>
+constexpr bool joinable() {
+    using F = dims_of<First>;
+    using O = dims_of<Other>;
+    if constexpr (F::rank != O::rank) {
+        (void)diag::concat_dims<diag::show_dims<F>, diag::show_dims<O>>{};
+        return false;
+    } else {
+        constexpr bool ok = []<std::size_t... I>(std::index_sequence<I...>) {
+            return ((I == Axis ? same_name<dim_at<I, F>, dim_at<I, O>> : can_meet<dim_at<I, F>, dim_at<I, O>>) && ...);
+        }(std::make_index_sequence<F::rank>{});
+        if constexpr (!ok) (void)diag::concat_dims<diag::show_dims<F>, diag::show_dims<O>>{};
+        return ok;
+    }
+}
+
+template <std::size_t Axis, class First, class... Rest>
+auto concat_along(const First& first, const Rest&... rest) {
+    using D = typename decltype(joined_dim<Axis, First, Rest...>())::type;
+    using Result = tensor_for<value_type_of<First>, replace_at<Axis, D, dims_of<First>>>;
+    auto extents = first.extents();
+    for (const auto& other : {rest.extents()...}) {
+        for (std::size_t i = 0; i < extents.size(); ++i)
+            if (i != Axis && other[i] != extents[i])
+                throw_dims_do_not_meet("concat", "first operand's", names_of<First>()[i], extents[i],
+                                       "another operand's", names_of<First>()[i], other[i]);
+        extents[Axis] += other[Axis];
+    }
+    Result result{typename Result::shape_type(extents)};
+    std::size_t offset = 0;
+    auto place = [&](const auto& part) {
+        const std::size_t n = part.extents()[Axis];
+        auto window = slice<dim_at<Axis, dims_of<Result>>>(result, offset, offset + n);
+        kernels::assign(window, part);
+        offset += n;
+    };
+    place(first);
+    (place(rest), ...);
+    return result;
+}
+
+}  // namespace detail
+
+template <int Axis, Expression First, Expression... Rest>
+auto concat(const First& first, const Rest&... rest) {
+    constexpr std::size_t rank = rank_of<First>;
+    if constexpr (!detail::check_axis<op::concat, Axis, rank>()) {
+        return diag::failed{};
+    } else {
+        constexpr std::size_t axis = normalize_axis<Axis, rank>;
+        if constexpr (!(detail::joinable<axis, First, Rest>() && ...)) return diag::failed{};
+        else return detail::concat_along<axis>(first, rest...);
+    }
+}
+
+template <Dim D, Expression First, Expression... Rest>
+auto concat(const First& first, const Rest&... rest) {
+    if constexpr (!detail::check_named<op::concat, D, dims_of<First>>()) return diag::failed{};
+    else return concat<static_cast<int>(index_named<D, dims_of<First>>)>(first, rest...);
+}
+
+}  // namespace shaped
