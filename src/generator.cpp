@@ -1,6 +1,7 @@
 // Generator: platform-independent random samples.
 #include <shaped/tensor/random.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -24,7 +25,9 @@ void normal_into(Generator& gen, std::span<T> out) {
 
 template <class T>
 void uniform_into(Generator& gen, std::span<T> out, double low, double high) {
-    for (auto& x : out) x = static_cast<T>(low + (high - low) * gen.uniform());
+    // Rounding to T can carry a draw just below high up to high itself; keep the range half-open.
+    const T top = std::nextafter(static_cast<T>(high), static_cast<T>(low));
+    for (auto& x : out) x = std::min(static_cast<T>(low + (high - low) * gen.uniform()), top);
 }
 }  // namespace
 
