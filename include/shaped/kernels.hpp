@@ -1,7 +1,9 @@
 #pragma once
 // Layer 4: where expressions are lowered and run.
+#include <shaped/kernels/attention.hpp>
 #include <shaped/kernels/concat.hpp>
 #include <shaped/kernels/evaluate.hpp>
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
+#include <shaped/kernels/parallel.hpp>
 #include <shaped/kernels/reduce.hpp>

@@ -2,8 +2,10 @@
 // assign(target, source): runs an expression into a Tensor or View. The expression's root picks
 // the kernel: a matmul (scaled or not) is one BLAS call straight into the target, a softmax is
 // the row kernel, tril its own loop, a reduction xtensor's reducer, and everything elementwise
-// is one xtensor assignment, vectorised, with no temporary.
+// is one xtensor assignment, vectorised, with no temporary. A matmul of a causal softmax with
+// v, as the chapter writes attention, is the fused attention kernel (kernels/attention.hpp).
 
+#include <shaped/kernels/attention.hpp>
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
 #include <shaped/kernels/rows.hpp>
@@ -141,6 +143,11 @@ template <class L, class R>
 inline constexpr bool is_matmul<matmul_node<L, R>> = true;
 
 template <class T>
+inline constexpr bool is_attention = false;
+template <class Q, class K, class V>
+inline constexpr bool is_attention<attention_node<Q, K, V>> = true;
+
+template <class T>
 inline constexpr bool is_softmax = false;
 template <std::size_t Axis, class E, bool Log>
 inline constexpr bool is_softmax<softmax_node<Axis, E, Log>> = true;
@@ -263,12 +270,16 @@ void assign(Target& target, const Source& source) {
         return;
     }
     if constexpr (detail::is_matmul<Source>) {
+        if constexpr (detail::recognised_attention<Source>::value)
+            if (assign_recognised_attention(target, source)) return;
         if (detail::rows_are_contiguous(target)) return matmul_into(target, source.lhs(), source.rhs(), T{1});
     } else if constexpr (detail::scaled_matmul<Source>::value) {
         using recognised = detail::scaled_matmul<Source>;
         const auto& product = recognised::product(source);
         if (detail::rows_are_contiguous(target))
             return matmul_into(target, product.lhs(), product.rhs(), static_cast<T>(recognised::scale(source)));
+    } else if constexpr (detail::is_attention<Source>) {
+        return assign_attention(target, source);
     } else if constexpr (detail::is_softmax<Source>) {
         return detail::softmax_into(target, source);
     } else if constexpr (detail::is_reduce<Source>) {

@@ -36,6 +36,8 @@ template <class L, class R>
 auto lower(const matmul_node<L, R>& m);
 template <class E, bool Upper>
 auto lower(const triangle_node<E, Upper>& t);
+template <class Q, class K, class V>
+auto lower(const attention_node<Q, K, V>& a);
 template <class Op, class... Es>
 auto lower(const elementwise<Op, Es...>& e);
 
@@ -89,6 +91,10 @@ auto lower(const matmul_node<L, R>& m) {
 template <class E, bool Upper>
 auto lower(const triangle_node<E, Upper>& t) {
     return lower_by_evaluating(t);
+}
+template <class Q, class K, class V>
+auto lower(const attention_node<Q, K, V>& a) {
+    return lower_by_evaluating(a);
 }
 
 // ---- elementwise ---------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+#pragma once
+// causal_attention(q, k, v, scale): softmax(q @ k^T * scale, causal) @ v as one operation, the
+// same numbers as the chapter's
+//     matmul(softmax<-1>(masked_fill(matmul(q, k.mT()) * scale, tril(ones) == 0, -inf)), v)
+// which the kernels layer also recognises and lowers to the same fused kernel.
+//
+// q is (..., Tq, D), k is (..., Tk, D), v is (..., Tk, Dv); the result is (..., Tq, Dv). The
+// queries are the last Tq of the Tk positions, so a query sees the keys at its own position and
+// before: with Tq == Tk that is the chapter's tril mask, and with one query against a cache's
+// filled prefix it is every key (a decoding step).
+
+#include <shaped/expr/matmul.hpp>
+
+#include <string_view>
+#include <utility>
+
+namespace shaped {
+
+namespace op {
+struct causal_attention {};
+}  // namespace op
+
+namespace diag {
+template <class... Shown>
+struct attention_dims {
+    static_assert(sizeof...(Shown) == 0,
+                  "shaped::causal_attention: q's last dim must meet k's, k's second-to-last v's, and the batch dims "
+                  "of q, k and v must meet");
+};
+}  // namespace diag
+
+template <class Q, class K, class V>
+struct attention_dims {
+    static constexpr std::size_t qr = dims_of<Q>::rank, kr = dims_of<K>::rank, vr = dims_of<V>::rank;
+    using query_pos = dim_at<qr - 2, dims_of<Q>>;
+    using query_width = dim_at<qr - 1, dims_of<Q>>;
+    using key_pos = dim_at<kr - 2, dims_of<K>>;
+    using key_width = dim_at<kr - 1, dims_of<K>>;
+    using value_pos = dim_at<vr - 2, dims_of<V>>;
+    using value_width = dim_at<vr - 1, dims_of<V>>;
+    using qk_batch = broadcast_dims<slice_dims<0, qr - 2, dims_of<Q>>, slice_dims<0, kr - 2, dims_of<K>>>;
+    using batch = broadcast_dims<qk_batch, slice_dims<0, vr - 2, dims_of<V>>>;
+    using type = concat_dims<batch, dims<query_pos, value_width>>;
+
+    static constexpr bool valid() {
+        if constexpr (!can_meet<query_width, key_width> || !can_meet<key_pos, value_pos>) return false;
+        else if constexpr (!broadcastable<slice_dims<0, qr - 2, dims_of<Q>>, slice_dims<0, kr - 2, dims_of<K>>>)
+            return false;
+        else return broadcastable<qk_batch, slice_dims<0, vr - 2, dims_of<V>>>;
+    }
+};
+
+template <class Q, class K, class V>
+class attention_node : public expression_base {
+public:
+    using value_type = std::common_type_t<value_type_of<Q>, value_type_of<K>, value_type_of<V>>;
+    using dims_type = typename attention_dims<Q, K, V>::type;
+    using op_type = op::causal_attention;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = dims_type::rank;
+
+    template <class A, class B, class C>
+    attention_node(A&& q, B&& k, C&& v, value_type scale)
+        : q_(std::forward<A>(q)), k_(std::forward<B>(k)), v_(std::forward<C>(v)), scale_(scale) {
+        using shape = attention_dims<Q, K, V>;
+        const auto qe = q_.extents();
+        const auto ke = k_.extents();
+        const auto ve = v_.extents();
+        constexpr std::size_t qr = shape::qr, kr = shape::kr, vr = shape::vr;
+        if (qe[qr - 1] != ke[kr - 1])
+            detail::throw_dims_do_not_meet("causal_attention", "q", shape::query_width::name.view(), qe[qr - 1], "k",
+                                           shape::key_width::name.view(), ke[kr - 1]);
+        if (ke[kr - 2] != ve[vr - 2])
+            detail::throw_dims_do_not_meet("causal_attention", "k", shape::key_pos::name.view(), ke[kr - 2], "v",
+                                           shape::value_pos::name.view(), ve[vr - 2]);
+        if (qe[qr - 2] > ke[kr - 2])
+            throw shape_error("shaped::causal_attention: " + detail::describe_dim(shape::query_pos::name.view(), qe[qr - 2]) +
+                              " queries are more than the " +
+                              detail::describe_dim(shape::key_pos::name.view(), ke[kr - 2]) + " keys they follow");
+        constexpr std::size_t batch = rank - 2;
+        extents_.fill(1);
+        const auto spread = [&](const auto& e, std::size_t own, std::string_view role) {
+            for (std::size_t i = 0; i < own; ++i) {
+                std::size_t& out = extents_[batch - own + i];
+                if (e[i] == out || e[i] == 1) continue;
+                if (out != 1) detail::throw_dims_do_not_meet("causal_attention", "one operand's batch", "batch", out, role, "batch", e[i]);
+                out = e[i];
+            }
+        };
+        spread(qe, qr - 2, "q's batch");
+        spread(ke, kr - 2, "k's batch");
+        spread(ve, vr - 2, "v's batch");
+        extents_[rank - 2] = qe[qr - 2];
+        extents_[rank - 1] = ve[vr - 1];
+    }
+
+    const std::array<std::size_t, rank>& extents() const { return extents_; }
+    const Q& query() const { return q_; }
+    const K& key() const { return k_; }
+    const V& value() const { return v_; }
+    value_type scale() const { return scale_; }
+
+private:
+    Q q_;
+    K k_;
+    V v_;
+    value_type scale_;
+    std::array<std::size_t, rank> extents_;
+};
+
+template <Expression Q, Expression K, Expression V, Scalar S>
+auto causal_attention(Q&& q, K&& k, V&& v, S scale) {
+    if constexpr (rank_of<Q> < 2 || rank_of<K> < 2 || rank_of<V> < 2) {
+        (void)diag::matmul_rank<diag::show_dims<dims_of<Q>>, diag::show_dims<dims_of<K>>, diag::show_dims<dims_of<V>>>{};
+        return diag::failed{};
+    } else if constexpr (!attention_dims<Q, K, V>::valid()) {
+        (void)diag::attention_dims<diag::show_dims<dims_of<Q>>, diag::show_dims<dims_of<K>>,
+                                   diag::show_dims<dims_of<V>>>{};
+        return diag::failed{};
+    } else {
+        static_assert(std::is_same_v<value_type_of<Q>, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
+                      "shaped::causal_attention: q, k and v must have one element type");
+        using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;
+        return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v),
+                    static_cast<typename node::value_type>(scale));
+    }
+}
+
+}  // namespace shaped

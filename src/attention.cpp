@@ -1,0 +1,425 @@
+// Fused attention, compiled once for float and double (see kernels/attention.hpp). Vectors are
+// xsimd batches of the widest instruction set the build targets (-march, see SHAPED_NATIVE).
+#include <shaped/kernels/attention.hpp>
+#include <shaped/kernels/parallel.hpp>
+
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace shaped::kernels {
+
+namespace {
+
+template <class T>
+using vec = xsimd::batch<T>;
+template <class T>
+inline constexpr std::size_t lanes = vec<T>::size;
+
+// Blocks of queries and keys: a block of scores, its queries, its keys and values and the
+// partial outputs fit in L1 and L2 together.
+constexpr std::size_t query_block = 64;
+constexpr std::size_t key_block = 64;
+// Up to this many queries per matrix, one row at a time (a GEMV per row) beats blocking.
+constexpr std::size_t few_queries = 8;
+// Below this many multiply-adds in all, a parallel loop costs more than it saves.
+constexpr double parallel_work = 4e6;
+
+// Register blocks: AVX-512 has 32 vector registers, narrower instruction sets 16.
+template <class T>
+inline constexpr bool many_registers = lanes<T> * sizeof(T) >= 64;
+template <class T>
+inline constexpr std::size_t score_rows = many_registers<T> ? 8 : 4;  // x 2 vectors of keys
+template <class T>
+inline constexpr std::size_t value_rows = many_registers<T> ? 4 : 2;  // x 4 vectors of values
+inline constexpr std::size_t score_vectors = 2;
+inline constexpr std::size_t value_vectors = 4;
+template <class T>
+inline constexpr std::size_t row_padding = std::max(score_rows<T>, value_rows<T>);
+
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+template <class T>
+using buffer = std::vector<T, xsimd::aligned_allocator<T>>;
+
+template <class T>
+T* sized(buffer<T>& b, std::size_t n) {
+    if (b.size() < n) b.resize(n);
+    return b.data();
+}
+
+// Per-thread working memory, kept between calls so that a steady state allocates nothing.
+template <class T>
+struct scratch {
+    buffer<T> keys_t, values, queries, scores, out, row_max, row_sum, rescale;
+};
+template <class T>
+scratch<T>& thread_scratch() {
+    thread_local scratch<T> s;
+    return s;
+}
+
+template <class T>
+T reduce_max(const vec<T>& v) {
+    alignas(64) T lane[lanes<T>];
+    v.store_aligned(lane);
+    T m = lane[0];
+    for (std::size_t i = 1; i < lanes<T>; ++i) m = std::max(m, lane[i]);
+    return m;
+}
+
+// The keys query i (of the matrix's tq) sees are [0, visible_keys(i)).
+template <class T>
+std::size_t visible_keys(const attention_problem<T>& p, std::size_t i) {
+    if (!p.sees.causal) return p.tk;
+    const long n = static_cast<long>(i) + p.sees.diagonal + 1;
+    return static_cast<std::size_t>(std::clamp(n, 0L, static_cast<long>(p.tk)));
+}
+
+// One matrix of the batch: its operands' first elements.
+template <class T>
+struct matrices {
+    const T* q;
+    const T* k;
+    const T* v;
+    T* out;
+};
+template <class T>
+matrices<T> matrices_at(const attention_problem<T>& p, std::size_t b) {
+    matrices<T> m{p.q, p.k, p.v, p.out};
+    for (std::size_t i = p.batch_rank; i-- > 0;) {
+        const auto index = static_cast<std::ptrdiff_t>(b % p.batch_extents[i]);
+        b /= p.batch_extents[i];
+        m.q += index * p.q_batch[i];
+        m.k += index * p.k_batch[i];
+        m.v += index * p.v_batch[i];
+        m.out += index * p.out_batch[i];
+    }
+    return m;
+}
+
+template <class T>
+void fill_nan(const attention_problem<T>& p, T* out_row) {
+    for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = std::numeric_limits<T>::quiet_NaN();
+}
+
+// ---- rows: a GEMV-shaped pass per query --------------------------------------------------------
+
+template <class T>
+T dot(const T* a, const T* b, std::size_t n) {
+    constexpr std::size_t N = lanes<T>;
+    vec<T> acc0(T{0}), acc1(T{0});
+    std::size_t i = 0;
+    for (; i + 2 * N <= n; i += 2 * N) {
+        acc0 = xsimd::fma(vec<T>::load_unaligned(a + i), vec<T>::load_unaligned(b + i), acc0);
+        acc1 = xsimd::fma(vec<T>::load_unaligned(a + i + N), vec<T>::load_unaligned(b + i + N), acc1);
+    }
+    for (; i + N <= n; i += N) acc0 = xsimd::fma(vec<T>::load_unaligned(a + i), vec<T>::load_unaligned(b + i), acc0);
+    T sum = xsimd::hadd(acc0 + acc1);
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+// acc[0, n) += w * x[0, n)
+template <class T>
+void axpy(T w, const T* x, T* acc, std::size_t n) {
+    constexpr std::size_t N = lanes<T>;
+    const vec<T> wv(w);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N)
+        xsimd::fma(wv, vec<T>::load_unaligned(x + i), vec<T>::load_unaligned(acc + i)).store_unaligned(acc + i);
+    for (; i < n; ++i) acc[i] += w * x[i];
+}
+
+// Queries [first, last) of matrix b, one at a time: 1. its scores against the keys it sees,
+// 2. their softmax, 3. the values weighted by it.
+template <class T>
+void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first, std::size_t last) {
+    constexpr std::size_t N = lanes<T>;
+    const matrices<T> m = matrices_at(p, b);
+    scratch<T>& s = thread_scratch<T>();
+    T* query = sized(s.queries, p.d);
+    T* scores = sized(s.scores, p.tk);
+    T* acc = sized(s.out, p.dv);
+    const bool unit_values = p.v_stride.col == 1;
+    for (std::size_t i = first; i < last; ++i) {
+        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_stride.row;
+        const std::size_t n = visible_keys(p, i);
+        if (n == 0) {
+            fill_nan(p, out_row);
+            continue;
+        }
+        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_stride.row;
+        for (std::size_t c = 0; c < p.d; ++c) query[c] = p.scale * q_row[c * p.q_stride.col];
+
+        // 1. Scores: a dot product per key when each key's elements are adjacent, otherwise one
+        //    pass per query element over keys that are adjacent, or element by element.
+        if (p.k_stride.col == 1) {
+            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, m.k + static_cast<std::ptrdiff_t>(j) * p.k_stride.row, p.d);
+        } else if (p.k_stride.row == 1) {
+            std::fill(scores, scores + n, T{0});
+            for (std::size_t c = 0; c < p.d; ++c)
+                axpy(query[c], m.k + static_cast<std::ptrdiff_t>(c) * p.k_stride.col, scores, n);
+        } else {
+            for (std::size_t j = 0; j < n; ++j) {
+                T sum = 0;
+                for (std::size_t c = 0; c < p.d; ++c)
+                    sum += query[c] * m.k[static_cast<std::ptrdiff_t>(j) * p.k_stride.row +
+                                          static_cast<std::ptrdiff_t>(c) * p.k_stride.col];
+                scores[j] = sum;
+            }
+        }
+
+        // 2. Softmax, shifted by the max so that exp cannot overflow.
+        T max = *std::max_element(scores, scores + n);
+        vec<T> sum_v(T{0});
+        std::size_t j = 0;
+        for (; j + N <= n; j += N) {
+            const vec<T> e = xsimd::exp(vec<T>::load_unaligned(scores + j) - vec<T>(max));
+            e.store_unaligned(scores + j);
+            sum_v += e;
+        }
+        T sum = xsimd::hadd(sum_v);
+        for (; j < n; ++j) sum += scores[j] = std::exp(scores[j] - max);
+
+        // 3. The weighted sum of the values, normalised once at the end.
+        std::fill(acc, acc + p.dv, T{0});
+        for (std::size_t key = 0; key < n; ++key) {
+            const T* v_row = m.v + static_cast<std::ptrdiff_t>(key) * p.v_stride.row;
+            if (unit_values) axpy(scores[key], v_row, acc, p.dv);
+            else
+                for (std::size_t c = 0; c < p.dv; ++c) acc[c] += scores[key] * v_row[c * p.v_stride.col];
+        }
+        const T inv = T{1} / sum;
+        for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = acc[c] * inv;
+    }
+}
+
+// ---- blocks: queries against keys, block by block, with an online softmax ----------------------
+
+// scores[MR x 2N] = queries[MR x d] @ keys_t[d x 2N]; keys_t rows are keys_ld apart, scores rows
+// key_block apart.
+template <class T, std::size_t MR, std::size_t NR>
+void score_tile(const T* queries, std::size_t d, const T* keys_t, std::size_t keys_ld, T* scores) {
+    constexpr std::size_t N = lanes<T>;
+    vec<T> acc[MR][NR];
+    for (auto& row : acc)
+        for (auto& a : row) a = vec<T>(T{0});
+    for (std::size_t c = 0; c < d; ++c) {
+        vec<T> k[NR];
+        for (std::size_t n = 0; n < NR; ++n) k[n] = vec<T>::load_aligned(keys_t + c * keys_ld + n * N);
+        for (std::size_t r = 0; r < MR; ++r) {
+            const vec<T> q(queries[r * d + c]);
+            for (std::size_t n = 0; n < NR; ++n) acc[r][n] = xsimd::fma(q, k[n], acc[r][n]);
+        }
+    }
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t n = 0; n < NR; ++n) acc[r][n].store_aligned(scores + r * key_block + n * N);
+}
+
+// out[MR x NR*N] = out * rescale + weights[MR x keys] @ values[keys x NR*N]; weights rows are
+// key_block apart, values and out rows values_ld apart.
+template <class T, std::size_t MR, std::size_t NR>
+void value_tile(const T* weights, const T* rescale, const T* values, std::size_t values_ld, std::size_t keys,
+                T* out) {
+    constexpr std::size_t N = lanes<T>;
+    vec<T> acc[MR][NR];
+    for (std::size_t r = 0; r < MR; ++r) {
+        const vec<T> factor(rescale[r]);
+        for (std::size_t n = 0; n < NR; ++n) acc[r][n] = vec<T>::load_aligned(out + r * values_ld + n * N) * factor;
+    }
+    for (std::size_t j = 0; j < keys; ++j) {
+        vec<T> v[NR];
+        for (std::size_t n = 0; n < NR; ++n) v[n] = vec<T>::load_aligned(values + j * values_ld + n * N);
+        for (std::size_t r = 0; r < MR; ++r) {
+            const vec<T> w(weights[r * key_block + j]);
+            for (std::size_t n = 0; n < NR; ++n) acc[r][n] = xsimd::fma(w, v[n], acc[r][n]);
+        }
+    }
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t n = 0; n < NR; ++n) acc[r][n].store_aligned(out + r * values_ld + n * N);
+}
+
+// The keys each query of a block sees, folded into a running max, sum and output per query.
+template <class T>
+struct online_softmax {
+    T* max;
+    T* sum;
+    T* rescale;
+
+    // Turns a row of scores into weights exp(score - max), updating the row's max and sum and
+    // setting the factor its partial output must be rescaled by.
+    void update(std::size_t r, T* row) const {
+        constexpr std::size_t N = lanes<T>;
+        vec<T> m(row[0]);
+        for (std::size_t j = 0; j < key_block; j += N) m = xsimd::max(m, vec<T>::load_aligned(row + j));
+        const T new_max = std::max(max[r], reduce_max(m));
+        if (new_max == -std::numeric_limits<T>::infinity()) {  // nothing seen yet
+            std::fill(row, row + key_block, T{0});
+            rescale[r] = T{1};
+            return;
+        }
+        const vec<T> shift(new_max);
+        vec<T> total(T{0});
+        for (std::size_t j = 0; j < key_block; j += N) {
+            const vec<T> e = xsimd::exp(vec<T>::load_aligned(row + j) - shift);
+            e.store_aligned(row + j);
+            total += e;
+        }
+        rescale[r] = std::exp(max[r] - new_max);
+        sum[r] = sum[r] * rescale[r] + xsimd::hadd(total);
+        max[r] = new_max;
+    }
+};
+
+// Queries [first, last) of matrix b, a block of query_block at a time.
+template <class T>
+void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t first, std::size_t last) {
+    constexpr std::size_t N = lanes<T>;
+    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
+    const matrices<T> m = matrices_at(p, b);
+    scratch<T>& s = thread_scratch<T>();
+
+    // 1. Pack the keys these queries see, transposed (d x keys, so that a score tile reads
+    //    whole vectors of keys), and their values with rows padded to whole vectors. Padding
+    //    is zero: a padded key is masked, and its zero value adds nothing.
+    const std::size_t keys = visible_keys(p, last - 1);
+    const std::size_t keys_ld = round_up(std::max<std::size_t>(keys, 1), key_block);
+    const std::size_t values_ld = round_up(p.dv, N);
+    T* keys_t = sized(s.keys_t, p.d * keys_ld);
+    T* values = sized(s.values, keys_ld * values_ld);
+    for (std::size_t c = 0; c < p.d; ++c) {
+        T* dst = keys_t + c * keys_ld;
+        const T* src = m.k + static_cast<std::ptrdiff_t>(c) * p.k_stride.col;
+        for (std::size_t j = 0; j < keys; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * p.k_stride.row];
+        std::fill(dst + keys, dst + keys_ld, T{0});
+    }
+    for (std::size_t j = 0; j < keys_ld; ++j) {
+        T* dst = values + j * values_ld;
+        if (j < keys) {
+            const T* src = m.v + static_cast<std::ptrdiff_t>(j) * p.v_stride.row;
+            for (std::size_t c = 0; c < p.dv; ++c) dst[c] = src[static_cast<std::ptrdiff_t>(c) * p.v_stride.col];
+            std::fill(dst + p.dv, dst + values_ld, T{0});
+        } else {
+            std::fill(dst, dst + values_ld, T{0});
+        }
+    }
+
+    constexpr std::size_t padding = row_padding<T>;
+    T* queries = sized(s.queries, query_block * p.d);
+    T* scores = sized(s.scores, query_block * key_block);
+    T* out = sized(s.out, query_block * values_ld);
+    const online_softmax<T> softmax{sized(s.row_max, query_block), sized(s.row_sum, query_block),
+                                    sized(s.rescale, query_block)};
+
+    for (std::size_t i0 = first; i0 < last; i0 += query_block) {
+        const std::size_t rows = std::min(query_block, last - i0);
+        const std::size_t padded_rows = round_up(rows, padding);
+
+        // 2. The block's queries, scaled, and its empty running state.
+        for (std::size_t r = 0; r < padded_rows; ++r) {
+            T* dst = queries + r * p.d;
+            if (r < rows) {
+                const T* src = m.q + static_cast<std::ptrdiff_t>(i0 + r) * p.q_stride.row;
+                for (std::size_t c = 0; c < p.d; ++c) dst[c] = p.scale * src[static_cast<std::ptrdiff_t>(c) * p.q_stride.col];
+            } else {
+                std::fill(dst, dst + p.d, T{0});
+            }
+            softmax.max[r] = minus_infinity;
+            softmax.sum[r] = T{0};
+        }
+        std::fill(out, out + padded_rows * values_ld, T{0});
+
+        // 3. Key blocks up to the last key the block's last query sees; blocks beyond it are
+        //    in every query's future and are skipped. Blocks that reach past what the first
+        //    query sees are masked query by query.
+        const std::size_t seen_by_all = visible_keys(p, i0);
+        const std::size_t seen_by_any = visible_keys(p, i0 + rows - 1);
+        for (std::size_t j0 = 0; j0 < seen_by_any; j0 += key_block) {
+            for (std::size_t r = 0; r < padded_rows; r += score_rows<T>)
+                for (std::size_t j = 0; j < key_block; j += score_vectors * N)
+                    score_tile<T, score_rows<T>, score_vectors>(queries + r * p.d, p.d, keys_t + j0 + j, keys_ld,
+                                                                scores + r * key_block + j);
+            if (j0 + key_block > seen_by_all) {
+                for (std::size_t r = 0; r < padded_rows; ++r) {
+                    const std::size_t seen = visible_keys(p, i0 + std::min(r, rows - 1));
+                    const std::size_t from = seen > j0 ? seen - j0 : 0;
+                    std::fill(scores + r * key_block + std::min(from, key_block), scores + (r + 1) * key_block,
+                              minus_infinity);
+                }
+            }
+            for (std::size_t r = 0; r < padded_rows; ++r) softmax.update(r, scores + r * key_block);
+
+            const std::size_t block_keys = std::min(key_block, seen_by_any - j0);
+            const T* block_values = values + j0 * values_ld;
+            for (std::size_t r = 0; r < padded_rows; r += value_rows<T>) {
+                std::size_t c = 0;
+                for (; c + value_vectors * N <= values_ld; c += value_vectors * N)
+                    value_tile<T, value_rows<T>, value_vectors>(scores + r * key_block, softmax.rescale + r,
+                                                                block_values + c, values_ld, block_keys,
+                                                                out + r * values_ld + c);
+                for (; c < values_ld; c += N)
+                    value_tile<T, value_rows<T>, 1>(scores + r * key_block, softmax.rescale + r, block_values + c,
+                                                    values_ld, block_keys, out + r * values_ld + c);
+            }
+        }
+
+        // 4. Normalise by each query's sum. A query that sees no key has no distribution: its
+        //    sum is 0 and its output NaN, as the unfused softmax gives.
+        for (std::size_t r = 0; r < rows; ++r) {
+            T* out_row = m.out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_stride.row;
+            if (softmax.sum[r] == T{0}) {
+                fill_nan(p, out_row);
+                continue;
+            }
+            const T inv = T{1} / softmax.sum[r];
+            for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = out[r * values_ld + c] * inv;
+        }
+    }
+}
+
+template <class T>
+void attention_impl(const attention_problem<T>& p) {
+    std::size_t batches = 1;
+    for (std::size_t i = 0; i < p.batch_rank; ++i) batches *= p.batch_extents[i];
+    if (batches == 0 || p.tq == 0 || p.dv == 0) return;
+
+    // Work per matrix, in multiply-adds, counting only the keys the queries see.
+    const double seen = p.sees.causal ? std::min<double>(static_cast<double>(p.tk), static_cast<double>(p.tq) / 2 +
+                                                                                        static_cast<double>(p.sees.diagonal))
+                                      : static_cast<double>(p.tk);
+    const double work = static_cast<double>(batches) * static_cast<double>(p.tq) * std::max(seen, 1.0) *
+                        static_cast<double>(p.d + p.dv);
+    const std::size_t threads = work < parallel_work ? 1 : thread_count();
+
+    // Tasks: each matrix whole, or cut into chunks of query blocks when there are fewer matrices
+    // than threads can share evenly. Later chunks see more keys, so they are handed out first.
+    const bool by_rows = p.tq <= few_queries;
+    const std::size_t unit = by_rows ? 1 : query_block;
+    const std::size_t units = (p.tq + unit - 1) / unit;
+    const std::size_t chunks = threads == 1 ? 1 : std::min(units, (4 * threads + batches - 1) / batches);
+    const std::size_t per_chunk = (units + chunks - 1) / chunks * unit;
+    auto task = [&](std::size_t t) {
+        const std::size_t chunk = chunks - 1 - t / batches, b = t % batches;
+        const std::size_t first = chunk * per_chunk, last = std::min(p.tq, first + per_chunk);
+        if (first >= last) return;
+        if (by_rows) attend_rows(p, b, first, last);
+        else attend_blocks(p, b, first, last);
+    };
+    if (threads == 1) {
+        for (std::size_t t = 0; t < chunks * batches; ++t) task(t);
+    } else {
+        parallel_for(chunks * batches, task);
+    }
+}
+
+}  // namespace
+
+void attention(const attention_problem<float>& problem) { attention_impl(problem); }
+void attention(const attention_problem<double>& problem) { attention_impl(problem); }
+
+}  // namespace shaped::kernels
