@@ -287,6 +287,14 @@ void assign(Target& target, const Source& source) {
     } else if constexpr (detail::is_triangle<Source>) {
         return detail::triangle_into(target, source);
     }
+    if constexpr (std::is_same_v<T, bool>) {
+        // xtensor 0.24's SIMD strided assignment into fixed-size bool storage skips elements (a
+        // comparison with a scalar, under AVX): masks are written element by element.
+        auto&& out = detail::writable(target);
+        auto&& in = lower(source);
+        std::copy(in.cbegin(), in.cend(), out.begin());
+        return;
+    }
     xt::noalias(detail::writable(target)) = lower(source);
 }
 
