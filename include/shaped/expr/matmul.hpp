@@ -3,7 +3,7 @@
 // name and extent; the batch dims in front broadcast as elementwise dims do (aligned from the
 // right, absent ones spread). A rank-1 operand is not promoted: attention code is batched.
 
-#include <shaped/expr/expression.hpp>
+#include <shaped/expr/elementwise.hpp>
 
 #include <utility>
 
@@ -36,13 +36,17 @@ public:
             detail::throw_dims_do_not_meet("matmul", "lhs", inner::lhs_inner::name.view(), le[lr - 1], "rhs",
                                            inner::rhs_inner::name.view(), re[rr - 2]);
         extents_.fill(1);
+        // Batch dims align from the right; one absent from a side, or of extent 1, spreads.
         constexpr std::size_t batch = rank - 2;
+        constexpr auto lhs_names = detail::names_of<L>();
+        constexpr auto rhs_names = detail::names_of<R>();
         for (std::size_t i = 0; i < batch; ++i) {
-            // Aligned from the right; a batch dim absent from one side spreads.
-            const std::size_t l = (i + lr - 2 >= batch) ? le[i + lr - 2 - batch] : 1;
-            const std::size_t r = (i + rr - 2 >= batch) ? re[i + rr - 2 - batch] : 1;
+            const bool in_lhs = i + lr >= rank, in_rhs = i + rr >= rank;
+            const std::size_t li = i + lr - rank, ri = i + rr - rank;
+            const std::size_t l = in_lhs ? le[li] : 1;
+            const std::size_t r = in_rhs ? re[ri] : 1;
             if (l != r && l != 1 && r != 1)
-                detail::throw_dims_do_not_meet("matmul", "lhs batch", "batch", l, "rhs batch", "batch", r);
+                detail::throw_dims_do_not_meet("matmul", "lhs batch", lhs_names[li], l, "rhs batch", rhs_names[ri], r);
             extents_[i] = l == 1 ? r : l;
         }
         extents_[rank - 2] = le[lr - 2];
