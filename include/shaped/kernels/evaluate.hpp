@@ -162,6 +162,16 @@ inline constexpr bool is_triangle = false;
 template <class E, bool Upper>
 inline constexpr bool is_triangle<triangle_node<E, Upper>> = true;
 
+// Whether an expression reads bool elements from memory: a mask stored in a Tensor or View.
+template <class E>
+inline constexpr bool reads_bool_storage = Strided<E> && std::is_same_v<value_type_of<E>, bool>;
+template <class Op, class... Es>
+inline constexpr bool reads_bool_storage<elementwise<Op, Es...>> = (reads_bool_storage<std::remove_cvref_t<Es>> || ...);
+template <class E, class NewDims>
+inline constexpr bool reads_bool_storage<rename_node<E, NewDims>> = reads_bool_storage<std::remove_cvref_t<E>>;
+template <class E, std::array<std::size_t, rank_of<E>> Perm>
+inline constexpr bool reads_bool_storage<permute_node<E, Perm>> = reads_bool_storage<std::remove_cvref_t<E>>;
+
 // Whether writing the target while reading the source could read an element already written.
 template <class Target, class Source>
 bool must_evaluate_aside(const Target& target, const Source& source) {
@@ -287,9 +297,11 @@ void assign(Target& target, const Source& source) {
     } else if constexpr (detail::is_triangle<Source>) {
         return detail::triangle_into(target, source);
     }
-    if constexpr (std::is_same_v<T, bool>) {
-        // xtensor 0.24's SIMD strided assignment into fixed-size bool storage skips elements (a
-        // comparison with a scalar, under AVX): masks are written element by element.
+    if constexpr (std::is_same_v<T, bool> || detail::reads_bool_storage<Source>) {
+        // xtensor 0.24's SIMD strided assignment mishandles bool storage: into fixed-size bool
+        // storage it skips elements (a comparison with a scalar, under AVX), and a stored mask
+        // that broadcasts is read a row off ((B, 1, T, S) over (B, H, T, S)). Whatever writes
+        // or reads a stored mask runs element by element.
         auto&& out = detail::writable(target);
         auto&& in = lower(source);
         std::copy(in.cbegin(), in.cend(), out.begin());
