@@ -1,0 +1,180 @@
+#pragma once
+// split and merge: the two reshapes attention needs, by name.
+//
+//   split<C, NH, HS>(x)    (B, T, C)      -> (B, T, NH, HS)   as x.view(B, T, nh, hs)
+//   merge<NH, HS, C>(y)    (B, T, NH, HS) -> (B, T, C)        as y.view(B, T, C)
+//
+// The new extents' product must equal the old extent: a compile error where every extent
+// involved is static, a shape_error at run time otherwise. Over a Tensor lvalue or a View the
+// result is a View of the same elements — a split always is; a merge is when the two dims lie in
+// memory as one. Any other operand (a transposed tensor, a temporary) is evaluated once into a
+// new Tensor with the new dims, as PyTorch's .contiguous().view(...).
+
+#include <shaped/tensor/tensor.hpp>
+#include <shaped/tensor/view.hpp>
+
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace shaped {
+
+namespace op {
+struct split {};
+struct merge {};
+}  // namespace op
+
+// split<D, D1, D2>(x, dynamic extents...): x's dim D as D1 (outer) and D2 (inner). A dynamic D1
+// or D2 takes its extent as a value, one per dynamic dim, in order: split<T, W, P>(x, W{4}).
+template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
+auto split(E&& x, Dynamic... extents);
+
+// merge<D1, D2, D>(x): x's adjacent dims D1, D2 (in that order) as one dim D. A dynamic D takes
+// the product of their extents.
+template <Dim D1, Dim D2, Dim D, Expression E>
+auto merge(E&& x);
+
+// ---- implementation ------------------------------------------------------------------------
+
+namespace detail {
+
+// Whether Outer x Inner can be Old: always, unless all three are static and the product differs.
+template <Dim Old, Dim Outer, Dim Inner>
+inline constexpr bool product_fits = [] {
+    if constexpr (Old::is_static && Outer::is_static && Inner::is_static)
+        return Outer::extent * Inner::extent == Old::extent;
+    else
+        return true;
+}();
+
+// The diagnostic for a name that is not exactly one dim of List.
+template <class Op, Dim D, class List>
+using named_dim_diag = std::conditional_t<count_named<D, List> == 0,
+                                          diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>,
+                                          diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>>;
+
+// "shaped::split: the product of the new extents differs from the old extent: C(384) is not NH(6) x HS(32)"
+template <Dim Old, Dim Outer, Dim Inner>
+void check_reshape_extents(std::string_view operation, std::size_t old, std::size_t outer, std::size_t inner) {
+    if (outer * inner != old)
+        throw shape_error("shaped::" + std::string(operation) +
+                          ": the product of the new extents differs from the old extent: " +
+                          describe_dim(Old::name.view(), old) + " is not " + describe_dim(Outer::name.view(), outer) +
+                          " x " + describe_dim(Inner::name.view(), inner));
+}
+
+// Whether the result can be a View of x's own elements: x is strided and outlives the call.
+template <class E>
+inline constexpr bool reshape_as_view = Strided<E> && (std::is_lvalue_reference_v<E> || !std::remove_cvref_t<E>::owns_storage);
+
+// x's values, evaluated once into a new Tensor whose dims are NewDims. Reshaping a row-major
+// array moves no element, so x is written straight into the new storage seen with x's dims.
+template <class NewDims, class E>
+auto reshape_evaluated(const E& x, const extents_of<NewDims>& new_extents) {
+    using T = value_type_of<E>;
+    tensor_for<T, NewDims> result{typename tensor_for<T, NewDims>::shape_type(new_extents)};
+    const auto old_extents = x.extents();
+    view_for<T, dims_of<E>> as_old(result.data(), old_extents, row_major_strides(old_extents));
+    as_old = x;
+    return result;
+}
+
+}  // namespace detail
+
+template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
+auto split(E&& x, Dynamic... extents) {
+    using List = dims_of<E>;
+    static_assert(std::is_same_v<dims<Dynamic...>, dynamic_dims<dims<D1, D2>>>,
+                  "shaped::split: give one extent per dynamic new dim, as values of those dims, in order");
+    // The checks are written here, in the function the user calls, so that a failure is one
+    // error at the user's line.
+    if constexpr (count_named<D, List> != 1) {
+        (void)detail::named_dim_diag<op::split, D, List>{};
+        return diag::failed{};
+    } else {
+        constexpr std::size_t axis = index_named<D, List>;
+        using Old = dim_at<axis, List>;
+        if constexpr (!detail::product_fits<Old, D1, D2>) {
+            (void)diag::reshape_product<op::split, diag::show<Old>, diag::show<D1>, diag::show<D2>>{};
+            return diag::failed{};
+        } else {
+            using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D1, D2>, slice_dims<axis + 1, List::rank, List>>;
+            const auto [outer, inner] = detail::make_extents(dims<D1, D2>{}, extents...);
+            const auto old_extents = x.extents();
+            detail::check_reshape_extents<Old, D1, D2>("split", old_extents[axis], outer, inner);
+
+            extents_of<NewDims> new_extents{};
+            for (std::size_t i = 0; i < List::rank; ++i) new_extents[i < axis ? i : i + 1] = old_extents[i];
+            new_extents[axis] = outer;
+            new_extents[axis + 1] = inner;
+
+            if constexpr (detail::reshape_as_view<E>) {
+                const auto old_strides = x.strides();
+                std::array<std::ptrdiff_t, NewDims::rank> strides{};
+                for (std::size_t i = 0; i < List::rank; ++i) strides[i < axis ? i : i + 1] = old_strides[i];
+                strides[axis] = old_strides[axis] * static_cast<std::ptrdiff_t>(inner);
+                strides[axis + 1] = old_strides[axis];
+                return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
+                                                                                             strides);
+            } else {
+                return detail::reshape_evaluated<NewDims>(x, new_extents);
+            }
+        }
+    }
+}
+
+template <Dim D1, Dim D2, Dim D, Expression E>
+auto merge(E&& x) {
+    using List = dims_of<E>;
+    if constexpr (count_named<D1, List> != 1) {
+        (void)detail::named_dim_diag<op::merge, D1, List>{};
+        return diag::failed{};
+    } else if constexpr (count_named<D2, List> != 1) {
+        (void)detail::named_dim_diag<op::merge, D2, List>{};
+        return diag::failed{};
+    } else if constexpr (index_named<D2, List> != index_named<D1, List> + 1) {
+        (void)diag::reshape_not_adjacent<diag::show<D1>, diag::show<D2>, diag::show_dims<List>>{};
+        return diag::failed{};
+    } else {
+        constexpr std::size_t axis = index_named<D1, List>;
+        using Outer = dim_at<axis, List>;
+        using Inner = dim_at<axis + 1, List>;
+        if constexpr (!detail::product_fits<D, Outer, Inner>) {
+            (void)diag::reshape_product<op::merge, diag::show<D>, diag::show<Outer>, diag::show<Inner>>{};
+            return diag::failed{};
+        } else {
+            using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D>, slice_dims<axis + 2, List::rank, List>>;
+            const auto old_extents = x.extents();
+            const std::size_t outer = old_extents[axis], inner = old_extents[axis + 1];
+            if constexpr (D::is_static) detail::check_reshape_extents<D, Outer, Inner>("merge", D::extent, outer, inner);
+
+            extents_of<NewDims> new_extents{};
+            for (std::size_t i = 0; i < List::rank; ++i)
+                if (i != axis + 1) new_extents[i <= axis ? i : i - 1] = old_extents[i];
+            new_extents[axis] = outer * inner;
+
+            if constexpr (detail::reshape_as_view<E>) {
+                const auto old_strides = x.strides();
+                // The two dims lie as one when stepping the outer one skips exactly one run of the
+                // inner one; a dim of extent 1 is never stepped.
+                std::ptrdiff_t merged = old_strides[axis + 1];
+                if (inner == 1) merged = old_strides[axis];
+                else if (outer != 1 && old_strides[axis] != old_strides[axis + 1] * static_cast<std::ptrdiff_t>(inner))
+                    throw shape_error("shaped::merge: dims " + detail::describe_dim(Outer::name.view(), outer) + " and " +
+                                      detail::describe_dim(Inner::name.view(), inner) +
+                                      " of the view do not lie in memory as one dim; merge an evaluated copy, "
+                                      "merge<...>(eval(x))");
+                std::array<std::ptrdiff_t, NewDims::rank> strides{};
+                for (std::size_t i = 0; i < List::rank; ++i)
+                    if (i != axis + 1) strides[i <= axis ? i : i - 1] = old_strides[i];
+                strides[axis] = merged;
+                return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
+                                                                                             strides);
+            } else {
+                return detail::reshape_evaluated<NewDims>(x, new_extents);
+            }
+        }
+    }
+}
+
+}  // namespace shaped
