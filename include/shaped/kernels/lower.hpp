@@ -13,6 +13,7 @@
 #include <xtensor/xstrided_view.hpp>
 
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace shaped::kernels {
@@ -73,7 +74,8 @@ decltype(auto) lower(const rename_node<E, NewDims>& r) {
 template <Expression E>
     requires(!Strided<E>)
 auto lower_by_evaluating(const E& e) {
-    return eval(e).xtensor();
+    auto evaluated = eval(e);
+    return std::move(evaluated.xtensor());
 }
 
 template <class Op, std::size_t Axis, class E>
