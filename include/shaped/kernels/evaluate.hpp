@@ -137,6 +137,57 @@ struct scaled_matmul<elementwise<op::divide, matmul_node<L, R>, scalar<T>>> : st
     static T scale(const auto& e) { return T{1} / e.template operand<1>().value; }
 };
 
+// A matmul plus a bias along its last dim, as a Linear layer with bias computes: the bias is
+// written into the target and the product added to it by the same GEMM, with no temporary.
+template <class E>
+struct biased_matmul : std::false_type {};
+template <class L, class R, class Bias>
+    requires(Strided<std::remove_cvref_t<Bias>> && rank_of<Bias> == 1)
+struct biased_matmul<elementwise<op::add, matmul_node<L, R>, Bias>> : std::true_type {
+    static auto& product(const auto& e) { return e.template operand<0>(); }
+    static auto& bias(const auto& e) { return e.template operand<1>(); }
+};
+template <class Bias, class L, class R>
+    requires(Strided<std::remove_cvref_t<Bias>> && rank_of<Bias> == 1)
+struct biased_matmul<elementwise<op::add, Bias, matmul_node<L, R>>> : std::true_type {
+    static auto& product(const auto& e) { return e.template operand<1>(); }
+    static auto& bias(const auto& e) { return e.template operand<0>(); }
+};
+
+// target = product + bias, or false (nothing written) where the target shares memory with the
+// product's operands or its rows are not contiguous, or the bias does not span a whole row.
+template <class Target, class Source>
+bool biased_matmul_into(Target& target, const Source& source) {
+    using recognised = biased_matmul<Source>;
+    using T = value_type_of<Target>;
+    const auto& product = recognised::product(source);
+    const auto& bias = recognised::bias(source);
+    const alias_probe<Target> probe{target, footprint_of(target)};
+    if (!rows_are_contiguous(target) || overlap_of(product.lhs(), probe) != overlap::none ||
+        overlap_of(product.rhs(), probe) != overlap::none || overlap_of(bias, probe) != overlap::none)
+        return false;
+    constexpr std::size_t r = rank_of<Target>;
+    const auto extents = target.extents();
+    const auto strides = target.strides();
+    const std::size_t n = extents[r - 1];
+    if (bias.extents()[0] != n) return false;
+    std::size_t rows = 1;
+    for (std::size_t i = 0; i + 1 < r; ++i) rows *= extents[i];
+    std::array<std::size_t, r - 1> index{};
+    for (std::size_t row = 0; row < rows; ++row) {
+        std::ptrdiff_t offset = 0;
+        for (std::size_t i = 0; i + 1 < r; ++i) offset += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
+        T* out = target.data() + offset;
+        for (std::size_t j = 0; j < n; ++j) out[j] = bias.data()[static_cast<std::ptrdiff_t>(j) * bias.strides()[0]];
+        for (std::size_t i = r - 1; i-- > 0;) {
+            if (++index[i] < extents[i]) break;
+            index[i] = 0;
+        }
+    }
+    matmul_into(target, product.lhs(), product.rhs(), T{1}, T{1});
+    return true;
+}
+
 template <class T>
 inline constexpr bool is_matmul = false;
 template <class L, class R>
@@ -288,6 +339,8 @@ void assign(Target& target, const Source& source) {
         const auto& product = recognised::product(source);
         if (detail::rows_are_contiguous(target))
             return matmul_into(target, product.lhs(), product.rhs(), static_cast<T>(recognised::scale(source)));
+    } else if constexpr (detail::biased_matmul<Source>::value) {
+        if (detail::biased_matmul_into(target, source)) return;
     } else if constexpr (detail::is_attention<Source>) {
         return assign_attention(target, source);
     } else if constexpr (detail::is_softmax<Source>) {

@@ -2,10 +2,13 @@
 // matmul lowered to BLAS. Operands that are Tensors, Views, or transposes of them are read in
 // place: a transposed operand becomes BLAS's transpose flag, never a copy. Batch dims are looped
 // over, except where lhs rows run contiguously across its batch and rhs has no batch of its own
-// (a Linear layer's x @ W^T): then one GEMM covers the whole batch.
+// (a Linear layer's x @ W^T): then one GEMM covers the whole batch. Small products whose
+// extents are all static skip BLAS for a loop unrolled at compile time.
 
 #include <shaped/kernels/blas.hpp>
 #include <shaped/kernels/lower.hpp>
+
+#include <xsimd/xsimd.hpp>
 
 #include <array>
 #include <cstddef>
@@ -107,11 +110,68 @@ auto contiguous_copy(const strided<T, R>& s) {
     dst = src;
     return copy;
 }
+
+// Products this small (multiply-adds per matrix) with every extent known at compile time run as
+// plain loops the compiler unrolls: a BLAS call's fixed cost would be most of their time.
+inline constexpr std::size_t small_product = 8192;
+
+template <class Target, class L>
+constexpr std::size_t static_product_size() {
+    if constexpr (dims_of<Target>::all_static && dims_of<L>::all_static)
+        return dim_at<rank_of<Target> - 2, dims_of<Target>>::extent * dim_at<rank_of<Target> - 1, dims_of<Target>>::extent *
+               dim_at<rank_of<L> - 1, dims_of<L>>::extent;
+    else return 0;
+}
+
+// c = alpha * a @ b + beta * c for one M x K by K x N product, any strides. b is first copied
+// row-major, so that the inner loop runs over N adjacent elements, whole vectors.
+template <std::size_t M, std::size_t N, std::size_t K, class T>
+void small_matmul(const T* a, std::ptrdiff_t a_row, std::ptrdiff_t a_col, const T* b, std::ptrdiff_t b_row,
+                  std::ptrdiff_t b_col, T* c, std::ptrdiff_t c_row, std::ptrdiff_t c_col, T alpha, T beta) {
+    T rhs[K][N];
+    for (std::size_t p = 0; p < K; ++p)
+        for (std::size_t j = 0; j < N; ++j)
+            rhs[p][j] = b[static_cast<std::ptrdiff_t>(p) * b_row + static_cast<std::ptrdiff_t>(j) * b_col];
+    using vec = xsimd::batch<T>;
+    constexpr std::size_t W = vec::size;
+    for (std::size_t i = 0; i < M; ++i) {
+        T* c_row_start = c + static_cast<std::ptrdiff_t>(i) * c_row;
+        if constexpr (N % W == 0) {
+            vec row[N / W];
+            for (auto& r : row) r = vec(T{0});
+            for (std::size_t p = 0; p < K; ++p) {
+                const vec x(a[static_cast<std::ptrdiff_t>(i) * a_row + static_cast<std::ptrdiff_t>(p) * a_col]);
+                for (std::size_t j = 0; j < N / W; ++j) row[j] = xsimd::fma(x, vec::load_unaligned(&rhs[p][j * W]), row[j]);
+            }
+            if (c_col == 1 && beta == T{0}) {
+                for (std::size_t j = 0; j < N / W; ++j) (row[j] * vec(alpha)).store_unaligned(c_row_start + j * W);
+                continue;
+            }
+            T out[N];
+            for (std::size_t j = 0; j < N / W; ++j) row[j].store_unaligned(out + j * W);
+            for (std::size_t j = 0; j < N; ++j) {
+                T& cj = c_row_start[static_cast<std::ptrdiff_t>(j) * c_col];
+                cj = beta == T{0} ? alpha * out[j] : alpha * out[j] + beta * cj;
+            }
+        } else {
+            T row[N] = {};
+            for (std::size_t p = 0; p < K; ++p) {
+                const T x = a[static_cast<std::ptrdiff_t>(i) * a_row + static_cast<std::ptrdiff_t>(p) * a_col];
+                for (std::size_t j = 0; j < N; ++j) row[j] += x * rhs[p][j];
+            }
+            for (std::size_t j = 0; j < N; ++j) {
+                T& cj = c_row_start[static_cast<std::ptrdiff_t>(j) * c_col];
+                cj = beta == T{0} ? alpha * row[j] : alpha * row[j] + beta * cj;
+            }
+        }
+    }
+}
 }  // namespace detail
 
-// target = alpha * (lhs @ rhs). Target is a Tensor or a View with unit column stride.
+// target = alpha * (lhs @ rhs) + beta * target. Target is a Tensor or a View with unit column
+// stride; with beta 0 its elements are not read.
 template <class Target, class L, class R, class T>
-void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha) {
+void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, T beta = T{0}) {
     auto lhs_op = as_strided<T>(lhs_expr);
     auto rhs_op = as_strided<T>(rhs_expr);
     auto lhs = lhs_op.elements;
@@ -120,6 +180,33 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha) 
     const auto out_extents = target.extents();
     const auto out_strides = target.strides();
     const std::size_t m = out_extents[cr - 2], n = out_extents[cr - 1], k = lhs.extents[lr - 1];
+
+    if constexpr (constexpr std::size_t size = detail::static_product_size<Target, L>();
+                  size > 0 && size <= detail::small_product) {
+        constexpr std::size_t M = dim_at<cr - 2, dims_of<Target>>::extent, N = dim_at<cr - 1, dims_of<Target>>::extent,
+                              K = dim_at<lr - 1, dims_of<L>>::extent;
+        const auto lb = detail::batch_strides<batch>(lhs.extents, lhs.strides);
+        const auto rbs = detail::batch_strides<batch>(rhs.extents, rhs.strides);
+        std::size_t batches = 1;
+        for (std::size_t i = 0; i < batch; ++i) batches *= out_extents[i];
+        std::array<std::size_t, batch> index{};
+        for (std::size_t b = 0; b < batches; ++b) {
+            std::ptrdiff_t lo = 0, ro = 0, co = 0;
+            for (std::size_t i = 0; i < batch; ++i) {
+                lo += static_cast<std::ptrdiff_t>(index[i]) * lb[i];
+                ro += static_cast<std::ptrdiff_t>(index[i]) * rbs[i];
+                co += static_cast<std::ptrdiff_t>(index[i]) * out_strides[i];
+            }
+            detail::small_matmul<M, N, K>(lhs.data + lo, lhs.strides[lr - 2], lhs.strides[lr - 1], rhs.data + ro,
+                                          rhs.strides[rr - 2], rhs.strides[rr - 1], target.data() + co,
+                                          out_strides[cr - 2], out_strides[cr - 1], alpha, beta);
+            for (std::size_t i = batch; i-- > 0;) {
+                if (++index[i] < out_extents[i]) break;
+                index[i] = 0;
+            }
+        }
+        return;
+    }
 
     // Operands BLAS cannot read as they lie are copied to row-major once.
     std::vector<T> lhs_copy, rhs_copy;
@@ -155,7 +242,7 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha) 
     }
     if (fold || batch == 0) {
         blas::gemm(la.transposed, rb.transposed, m * batches, n, k, alpha, lhs.data, la.leading, rhs.data, rb.leading,
-                   T{0}, target.data(), ldc);
+                   beta, target.data(), ldc);
         return;
     }
     std::array<std::size_t, batch> index{};
@@ -167,7 +254,7 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha) 
             co += static_cast<std::ptrdiff_t>(index[i]) * out_strides[i];
         }
         blas::gemm(la.transposed, rb.transposed, m, n, k, alpha, lhs.data + lo, la.leading, rhs.data + ro, rb.leading,
-                   T{0}, target.data() + co, ldc);
+                   beta, target.data() + co, ldc);
         for (std::size_t i = batch; i-- > 0;) {
             if (++index[i] < out_extents[i]) break;
             index[i] = 0;
