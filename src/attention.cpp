@@ -107,6 +107,16 @@ void fill_nan(const attention_problem<T>& p, T* out_row) {
     for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = std::numeric_limits<T>::quiet_NaN();
 }
 
+// out_row[c] = acc[c] * factor, c < dv.
+template <class T>
+void write_scaled(const attention_problem<T>& p, const T* acc, T factor, T* out_row) {
+    constexpr std::size_t N = lanes<T>;
+    std::size_t c = 0;
+    if (p.out_stride.col == 1)
+        for (; c + N <= p.dv; c += N) (vec<T>::load_unaligned(acc + c) * vec<T>(factor)).store_unaligned(out_row + c);
+    for (; c < p.dv; ++c) out_row[static_cast<std::ptrdiff_t>(c) * p.out_stride.col] = acc[c] * factor;
+}
+
 // ---- rows: a GEMV-shaped pass per query --------------------------------------------------------
 
 template <class T>
@@ -143,7 +153,7 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
     const matrices<T> m = matrices_at(p, b);
     scratch<T>& s = thread_scratch<T>();
     T* query = sized(s.queries, p.d);
-    T* scores = sized(s.scores, p.tk);
+    T* scores = sized(s.scores, round_up(p.tk, N));
     T* acc = sized(s.out, p.dv);
     const bool unit_values = p.v_stride.col == 1;
     for (std::size_t i = first; i < last; ++i) {
@@ -174,17 +184,17 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
             }
         }
 
-        // 2. Softmax, shifted by the max so that exp cannot overflow.
-        T max = *std::max_element(scores, scores + n);
+        // 2. Softmax, shifted by the max so that exp cannot overflow. The scores are padded to
+        //    whole vectors with -inf, whose exp adds 0.
+        const T max = *std::max_element(scores, scores + n);
+        std::fill(scores + n, scores + round_up(n, N), -std::numeric_limits<T>::infinity());
         vec<T> sum_v(T{0});
-        std::size_t j = 0;
-        for (; j + N <= n; j += N) {
-            const vec<T> e = xsimd::exp(vec<T>::load_unaligned(scores + j) - vec<T>(max));
-            e.store_unaligned(scores + j);
+        for (std::size_t j = 0; j < n; j += N) {
+            const vec<T> e = xsimd::exp(vec<T>::load_aligned(scores + j) - vec<T>(max));
+            e.store_aligned(scores + j);
             sum_v += e;
         }
-        T sum = xsimd::hadd(sum_v);
-        for (; j < n; ++j) sum += scores[j] = std::exp(scores[j] - max);
+        const T sum = xsimd::hadd(sum_v);
 
         // 3. The weighted sum of the values, normalised once at the end.
         std::fill(acc, acc + p.dv, T{0});
@@ -194,8 +204,66 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
             else
                 for (std::size_t c = 0; c < p.dv; ++c) acc[c] += scores[key] * v_row[c * p.v_stride.col];
         }
-        const T inv = T{1} / sum;
-        for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = acc[c] * inv;
+        write_scaled(p, acc, T{1} / sum, out_row);
+    }
+}
+
+// ---- one vector of keys: a matrix as small as the chapter's -------------------------------------
+
+// Queries [first, last) of matrix b when every key fits in one vector: 1. keys packed
+// transposed, so that a query's scores are one vector, 2. per query, its scores, their softmax
+// with the unseen keys masked lane by lane, 3. the values weighted by it.
+template <class T>
+void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t first, std::size_t last) {
+    constexpr std::size_t N = lanes<T>;
+    const matrices<T> m = matrices_at(p, b);
+    scratch<T>& s = thread_scratch<T>();
+    T* keys_t = sized(s.keys_t, p.d * N);
+    std::fill(keys_t, keys_t + p.d * N, T{0});
+    for (std::size_t j = 0; j < p.tk; ++j) {
+        const T* k_row = m.k + static_cast<std::ptrdiff_t>(j) * p.k_stride.row;
+        for (std::size_t c = 0; c < p.d; ++c) keys_t[c * N + j] = k_row[static_cast<std::ptrdiff_t>(c) * p.k_stride.col];
+    }
+    alignas(64) T lane_index[N];
+    for (std::size_t j = 0; j < N; ++j) lane_index[j] = static_cast<T>(j);
+    const vec<T> lane = vec<T>::load_aligned(lane_index);
+    T* acc = sized(s.out, p.dv);
+    alignas(64) T weights[N];
+    for (std::size_t i = first; i < last; ++i) {
+        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_stride.row;
+        const std::size_t n = visible_keys(p, i);
+        if (n == 0) {
+            fill_nan(p, out_row);
+            continue;
+        }
+        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_stride.row;
+        // Four partial sums, so that the multiply-adds do not wait on one another.
+        const auto term = [&](std::size_t c, const vec<T>& sum) {
+            return xsimd::fma(vec<T>(p.scale * q_row[static_cast<std::ptrdiff_t>(c) * p.q_stride.col]),
+                              vec<T>::load_aligned(keys_t + c * N), sum);
+        };
+        vec<T> part0(T{0}), part1(T{0}), part2(T{0}), part3(T{0});
+        std::size_t c = 0;
+        for (; c + 4 <= p.d; c += 4) {
+            part0 = term(c, part0);
+            part1 = term(c + 1, part1);
+            part2 = term(c + 2, part2);
+            part3 = term(c + 3, part3);
+        }
+        for (; c < p.d; ++c) part0 = term(c, part0);
+        const vec<T> scores = xsimd::select(lane < vec<T>(static_cast<T>(n)), (part0 + part1) + (part2 + part3),
+                                            vec<T>(-std::numeric_limits<T>::infinity()));
+        const vec<T> e = xsimd::exp(scores - vec<T>(reduce_max(scores)));
+        e.store_aligned(weights);
+        const T inv = T{1} / xsimd::hadd(e);
+        std::fill(acc, acc + p.dv, T{0});
+        for (std::size_t j = 0; j < n; ++j) {
+            const T* v_row = m.v + static_cast<std::ptrdiff_t>(j) * p.v_stride.row;
+            if (p.v_stride.col == 1) axpy(weights[j], v_row, acc, p.dv);
+            else
+                for (std::size_t c = 0; c < p.dv; ++c) acc[c] += weights[j] * v_row[static_cast<std::ptrdiff_t>(c) * p.v_stride.col];
+        }
+        write_scaled(p, acc, inv, out_row);
     }
 }
 
@@ -376,8 +444,7 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
                 fill_nan(p, out_row);
                 continue;
             }
-            const T inv = T{1} / softmax.sum[r];
-            for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = out[r * values_ld + c] * inv;
+            write_scaled(p, out + r * values_ld, T{1} / softmax.sum[r], out_row);
         }
     }
 }
@@ -398,7 +465,7 @@ void attention_impl(const attention_problem<T>& p) {
 
     // Tasks: each matrix whole, or cut into chunks of query blocks when there are fewer matrices
     // than threads can share evenly. Later chunks see more keys, so they are handed out first.
-    const bool by_rows = p.tq <= few_queries;
+    const bool by_rows = p.tq <= few_queries || p.tk <= lanes<T>;
     const std::size_t unit = by_rows ? 1 : query_block;
     const std::size_t units = (p.tq + unit - 1) / unit;
     const std::size_t chunks = threads == 1 ? 1 : std::min(units, (4 * threads + batches - 1) / batches);
@@ -407,7 +474,8 @@ void attention_impl(const attention_problem<T>& p) {
         const std::size_t chunk = chunks - 1 - t / batches, b = t % batches;
         const std::size_t first = chunk * per_chunk, last = std::min(p.tq, first + per_chunk);
         if (first >= last) return;
-        if (by_rows) attend_rows(p, b, first, last);
+        if (p.tk <= lanes<T>) attend_one_vector(p, b, first, last);
+        else if (by_rows) attend_rows(p, b, first, last);
         else attend_blocks(p, b, first, last);
     };
     if (threads == 1) {
