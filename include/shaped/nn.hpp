@@ -1,3 +1,5 @@
 #pragma once
 // Layer 5: layers with typed parameters.
+#include <shaped/nn/attention.hpp>
+#include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/linear.hpp>

@@ -1,0 +1,188 @@
+#pragma once
+// KVCache<T, B, NH, S, HS> (or <T, B, S, HS> for a single head): the keys and values of the
+// positions seen so far, kept so that decoding the next token costs O(context) instead of a
+// rerun of the whole prefix. Queries are never kept: each one is used once, by its own position.
+//
+// The capacity S is a type-level dim, and every dim is static: the storage is allocated once,
+// its size known at compile time (KVCache::bytes). The filled length is a run-time number per
+// batch row, so rows may hold different lengths (a ragged batch). Appending n positions writes
+// n rows per batch row and copies nothing else; appending past the capacity throws
+// cache_overflow and leaves the cache as it was.
+//
+//   shaped::nn::KVCache<float, B, NH, dim<"S", 1024>, HS> cache;
+//   cache.append(k, v);                 // k, v: (B, NH, n, HS)
+//   auto keys = cache.keys();           // (B, NH, S, HS), S dynamic: the filled prefix
+
+#include <shaped/kernels.hpp>
+#include <shaped/tensor.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace shaped::nn {
+
+// Thrown by an append that would pass a cache's capacity; the message names the capacity and the
+// request.
+class cache_overflow : public std::length_error {
+public:
+    using std::length_error::length_error;
+};
+
+namespace detail {
+// A cache's dims: static, three or four of them.
+template <Dim... Ds>
+inline constexpr bool cache_layout = (sizeof...(Ds) == 3 || sizeof...(Ds) == 4) && (Ds::is_static && ...);
+
+// The dims of new keys or values meet the cache's, except along time (any name, any extent).
+template <class CacheDims, class NewDims>
+inline constexpr bool append_fits = [] {
+    if constexpr (CacheDims::rank != NewDims::rank)
+        return false;
+    else
+        return []<std::size_t... I>(std::index_sequence<I...>) {
+            return ((I == CacheDims::rank - 2 || can_meet<dim_at<I, CacheDims>, dim_at<I, NewDims>>) && ...);
+        }(std::make_index_sequence<CacheDims::rank>{});
+}();
+}  // namespace detail
+
+// Any other dims stop the compile here, with the dims in the diagnostic.
+template <class T, class... Ds>
+class KVCache {
+    static constexpr diag::cache_layout<diag::show_dims<dims<Ds...>>> rejected{};
+};
+
+template <class T, Dim... Ds>
+    requires detail::cache_layout<Ds...>
+class KVCache<T, Ds...> {
+public:
+    using value_type = T;
+    using dims_type = dims<Ds...>;
+    static constexpr std::size_t rank = sizeof...(Ds);
+    static constexpr bool has_heads = rank == 4;
+    using batch_dim = dim_at<0, dims_type>;
+    using capacity_dim = dim_at<rank - 2, dims_type>;
+    using head_size_dim = dim_at<rank - 1, dims_type>;
+    // The filled prefix's time dim: the capacity's name, with the filled length as its extent.
+    using length_dim = dynamic_of<capacity_dim>;
+    using prefix_view = view_for<const T, replace_at<rank - 2, length_dim, dims_type>>;
+
+    static constexpr std::size_t batch = batch_dim::extent;
+    static constexpr std::size_t capacity = capacity_dim::extent;
+    // The storage of keys and values together, allocated at construction.
+    static constexpr std::size_t bytes = 2 * (Ds::extent * ...) * sizeof(T);
+
+    // One number per batch row.
+    using lengths_type = std::array<std::size_t, batch>;
+
+    // Empty, with all its storage allocated.
+    KVCache() = default;
+
+    // The positions each batch row holds.
+    const lengths_type& lengths() const { return lengths_; }
+    // The longest row's length: the extent of keys() and values() along the time dim.
+    std::size_t length() const { return *std::max_element(lengths_.begin(), lengths_.end()); }
+    bool empty() const { return length() == 0; }
+
+    // Forgets every position; the storage stays allocated.
+    void reset() { lengths_.fill(0); }
+
+    // Appends the keys and values of n new positions to every batch row. k and v have the
+    // cache's dims with n in place of the capacity: (B, NH, n, HS) or (B, n, HS). With counts
+    // (a ragged batch), batch row b takes only the first counts[b] of the n; the rest of its
+    // positions is padding and is not stored.
+    template <Expression K, Expression V>
+    void append(const K& k, const V& v, std::optional<lengths_type> counts = std::nullopt) {
+        // The dims are checked here, in the function the user calls, so that a misfit is one error.
+        if constexpr (!detail::append_fits<dims_type, dims_of<K>>) {
+            (void)diag::cache_append_dims<diag::show_dims<dims_type>, diag::show_dims<dims_of<K>>>{};
+        } else if constexpr (!detail::append_fits<dims_type, dims_of<V>>) {
+            (void)diag::cache_append_dims<diag::show_dims<dims_type>, diag::show_dims<dims_of<V>>>{};
+        } else {
+            const std::size_t n = k.extents()[rank - 2];
+            if (!counts) counts.emplace().fill(n);
+            // Every check comes before the first write, so that a failed append changes nothing.
+            check_new(k, v, *counts);
+            // k and v are read where they lie (a transposed view stays a view); an expression
+            // that is not stored anywhere yet is evaluated once.
+            const auto new_keys = kernels::as_strided<T>(k);
+            const auto new_values = kernels::as_strided<T>(v);
+            write(keys_, new_keys.elements, *counts);
+            write(values_, new_values.elements, *counts);
+            for (std::size_t b = 0; b < batch; ++b) lengths_[b] += (*counts)[b];
+        }
+    }
+
+    // The filled prefix, positions 0 .. length() - 1 of every row, as it is when taken (after an
+    // append, take it again to see the new positions). In a ragged batch a row shorter than
+    // length() holds stale positions past its own length: mask them by lengths(). A view reads
+    // the cache's storage in place, so it lives no longer than the cache where it stands.
+    prefix_view keys() const { return prefix_of(keys_); }
+    prefix_view values() const { return prefix_of(values_); }
+
+private:
+    // The run-time half of append's checks: extents the types leave open, and the capacity.
+    template <class K, class V>
+    void check_new(const K& k, const V& v, const lengths_type& counts) const {
+        constexpr std::array<std::string_view, rank> names{Ds::name.view()...};
+        constexpr std::array<std::size_t, rank> extents{Ds::extent...};
+        const auto keys = k.extents();
+        const auto values = v.extents();
+        for (std::size_t i = 0; i < rank; ++i) {
+            if (i == rank - 2) continue;
+            if (keys[i] != extents[i])
+                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", "cache", names[i], extents[i],
+                                                       "new keys'", names[i], keys[i]);
+            if (values[i] != extents[i])
+                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", "cache", names[i], extents[i],
+                                                       "new values'", names[i], values[i]);
+        }
+        const std::size_t n = keys[rank - 2];
+        if (values[rank - 2] != n)
+            shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", "new keys'",
+                                                   dim_at<rank - 2, dims_of<K>>::name.view(), n, "new values'",
+                                                   dim_at<rank - 2, dims_of<V>>::name.view(), values[rank - 2]);
+        for (std::size_t b = 0; b < batch; ++b) {
+            if (counts[b] > n)
+                throw shape_error("shaped::nn::KVCache::append: batch row " + std::to_string(b) + " takes " +
+                                  std::to_string(counts[b]) + " of " + std::to_string(n) + " new positions");
+            if (lengths_[b] + counts[b] > capacity)
+                throw cache_overflow("shaped::nn::KVCache::append: " + std::to_string(counts[b]) +
+                                     " new positions after the " + std::to_string(lengths_[b]) +
+                                     " held in batch row " + std::to_string(b) + " exceed the capacity " +
+                                     shaped::detail::describe_dim(capacity_dim::name.view(), capacity));
+        }
+    }
+
+    // Each batch row's new positions go to the rows after its filled length: one strided copy
+    // per batch row, of (NH, count, HS) or (count, HS) elements.
+    template <class Source>
+    void write(Tensor<T, Ds...>& storage, const Source& source, const lengths_type& counts) {
+        const view_for<const T, replace_at<rank - 2, length_dim, dims_type>> new_rows(source.data, source.extents,
+                                                                                       source.strides);
+        for (std::size_t b = 0; b < batch; ++b) {
+            if (counts[b] == 0) continue;
+            auto row = select<batch_dim>(storage, b);
+            auto target = slice<capacity_dim>(row, lengths_[b], lengths_[b] + counts[b]);
+            const auto new_row = select<batch_dim>(new_rows, b);
+            target = slice<length_dim>(new_row, 0, counts[b]);
+        }
+    }
+
+    prefix_view prefix_of(const Tensor<T, Ds...>& storage) const {
+        auto extents = storage.extents();
+        extents[rank - 2] = length();
+        return prefix_view(storage.data(), extents, storage.strides());
+    }
+
+    Tensor<T, Ds...> keys_;
+    Tensor<T, Ds...> values_;
+    lengths_type lengths_{};
+};
+
+}  // namespace shaped::nn

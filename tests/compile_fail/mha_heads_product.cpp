@@ -1,0 +1,17 @@
+// Rule: MultiHeadAttention's heads share the channels: NH(5) x HS(4) is not C(12).
+// expect-error: shaped::nn::MultiHeadAttention: heads x head size must equal the channel dim
+// expect-error: attention_heads_product<.*name<'C'>, 12>, .*name<'N', 'H'>, 5>, .*name<'H', 'S'>, 4>
+#include <shaped/shaped.hpp>
+
+using C = shaped::dim<"C", 12>;
+using HS = shaped::dim<"HS", 4>;
+
+int main() {
+    shaped::Generator gen(0);
+#ifdef SHAPED_COMPILE_FAIL_CONTROL
+    shaped::nn::MultiHeadAttention<C, shaped::dim<"NH", 3>, HS> mha(gen);
+#else
+    shaped::nn::MultiHeadAttention<C, shaped::dim<"NH", 5>, HS> mha(gen);
+#endif
+    (void)mha;
+}
