@@ -276,8 +276,8 @@ TEST_CASE("KVCache: appending past the capacity throws, naming it, and changes n
     const auto more = shaped::randn<float, B, T, H>(gen, T{3});
     REQUIRE_THROWS_AS(cache.append(more, more), shaped::nn::cache_overflow);
     REQUIRE_THROWS_WITH(cache.append(more, more),
-                        "shaped::nn::KVCache::append: 3 new positions after the 22 held in batch row 0 exceed the "
-                        "capacity S(24)");
+                        "shaped::nn::KVCache::append: 3 new positions after the 22 held in batch row 0 would exceed "
+                        "the capacity S(24)");
     REQUIRE(cache.lengths() == std::array<std::size_t, 2>{22, 2});
     REQUIRE(ref::values(cache.keys()) == keys_before);
     REQUIRE(ref::values(cache.values()) == values_before);
@@ -286,7 +286,7 @@ TEST_CASE("KVCache: appending past the capacity throws, naming it, and changes n
     cache.append(more, more, std::array<std::size_t, 2>{2, 3});
     REQUIRE(cache.lengths() == std::array<std::size_t, 2>{24, 5});
     REQUIRE_THROWS_WITH(cache.append(shaped::slice<T>(more, 0, 1), shaped::slice<T>(more, 0, 1)),
-                        Catch::Contains("1 new positions after the 24 held") && Catch::Contains("capacity S(24)"));
+                        Catch::Contains("1 new position after the 24 held") && Catch::Contains("capacity S(24)"));
 }
 
 TEST_CASE("KVCache: extents the types leave open are checked at run time, before any write", "[decode][cache]") {

@@ -152,9 +152,9 @@ private:
                 throw shape_error("shaped::nn::KVCache::append: batch row " + std::to_string(b) + " takes " +
                                   std::to_string(counts[b]) + " of " + std::to_string(n) + " new positions");
             if (lengths_[b] + counts[b] > capacity)
-                throw cache_overflow("shaped::nn::KVCache::append: " + std::to_string(counts[b]) +
-                                     " new positions after the " + std::to_string(lengths_[b]) +
-                                     " held in batch row " + std::to_string(b) + " exceed the capacity " +
+                throw cache_overflow("shaped::nn::KVCache::append: " + std::to_string(counts[b]) + " new position" +
+                                     (counts[b] == 1 ? "" : "s") + " after the " + std::to_string(lengths_[b]) +
+                                     " held in batch row " + std::to_string(b) + " would exceed the capacity " +
                                      shaped::detail::describe_dim(capacity_dim::name.view(), capacity));
         }
     }
