@@ -20,7 +20,7 @@ PYTHON     ?= /usr/bin/python3
 
 # Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
 # a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
-EXAMPLES := section1_attention section2_unit_variance
+EXAMPLES := section1_attention section2_unit_variance section3_kv_cache
 
 # Debian packages to build and test shaped.
 DEPS_BUILD := g++ clang-14 cmake make pkg-config libboost-dev libxtensor-dev libxsimd-dev \
