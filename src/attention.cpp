@@ -145,6 +145,40 @@ void axpy(T w, const T* x, T* acc, std::size_t n) {
     for (; i < n; ++i) acc[i] += w * x[i];
 }
 
+// acc[0, dv) = sum over j < n of weights[j] * rows[j][0, dv), rows ld apart with adjacent
+// elements: a block of up to four vectors of acc in registers while every row streams past.
+template <class T>
+void weighted_rows(const T* weights, std::size_t n, const T* rows, std::ptrdiff_t ld, std::size_t dv, T* acc) {
+    constexpr std::size_t N = lanes<T>;
+    std::size_t c = 0;
+    for (; c + 4 * N <= dv; c += 4 * N) {
+        vec<T> a0(T{0}), a1(T{0}), a2(T{0}), a3(T{0});
+        for (std::size_t j = 0; j < n; ++j) {
+            const T* row = rows + static_cast<std::ptrdiff_t>(j) * ld + c;
+            const vec<T> w(weights[j]);
+            a0 = xsimd::fma(w, vec<T>::load_unaligned(row), a0);
+            a1 = xsimd::fma(w, vec<T>::load_unaligned(row + N), a1);
+            a2 = xsimd::fma(w, vec<T>::load_unaligned(row + 2 * N), a2);
+            a3 = xsimd::fma(w, vec<T>::load_unaligned(row + 3 * N), a3);
+        }
+        a0.store_unaligned(acc + c);
+        a1.store_unaligned(acc + c + N);
+        a2.store_unaligned(acc + c + 2 * N);
+        a3.store_unaligned(acc + c + 3 * N);
+    }
+    for (; c + N <= dv; c += N) {
+        vec<T> a(T{0});
+        for (std::size_t j = 0; j < n; ++j)
+            a = xsimd::fma(vec<T>(weights[j]), vec<T>::load_unaligned(rows + static_cast<std::ptrdiff_t>(j) * ld + c), a);
+        a.store_unaligned(acc + c);
+    }
+    for (; c < dv; ++c) {
+        T a = 0;
+        for (std::size_t j = 0; j < n; ++j) a += weights[j] * rows[static_cast<std::ptrdiff_t>(j) * ld + c];
+        acc[c] = a;
+    }
+}
+
 // Queries [first, last) of matrix b, one at a time: 1. its scores against the keys it sees,
 // 2. their softmax, 3. the values weighted by it.
 template <class T>
@@ -197,12 +231,14 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
         const T sum = xsimd::hadd(sum_v);
 
         // 3. The weighted sum of the values, normalised once at the end.
-        std::fill(acc, acc + p.dv, T{0});
-        for (std::size_t key = 0; key < n; ++key) {
-            const T* v_row = m.v + static_cast<std::ptrdiff_t>(key) * p.v_stride.row;
-            if (unit_values) axpy(scores[key], v_row, acc, p.dv);
-            else
+        if (unit_values) {
+            weighted_rows(scores, n, m.v, p.v_stride.row, p.dv, acc);
+        } else {
+            std::fill(acc, acc + p.dv, T{0});
+            for (std::size_t key = 0; key < n; ++key) {
+                const T* v_row = m.v + static_cast<std::ptrdiff_t>(key) * p.v_stride.row;
                 for (std::size_t c = 0; c < p.dv; ++c) acc[c] += scores[key] * v_row[c * p.v_stride.col];
+            }
         }
         write_scaled(p, acc, T{1} / sum, out_row);
     }

@@ -268,11 +268,12 @@ TEMPLATE_TEST_CASE("causal_attention: queries are the last of the keys' position
     using V = TestType;
     const std::size_t tk = GENERATE(1, 9, 64, 130, 300);
     const std::size_t tq = GENERATE(1, 3, 8, 9, 70);
+    const std::size_t h = GENERATE(5, 16, 80);
     if (tq > tk) return;
-    CAPTURE(tk, tq);
-    shaped::Generator gen(tk * 7 + tq);
-    const auto q_all = shaped::randn<V, B, Td, H16>(gen, Td{tk});
-    const auto k = shaped::randn<V, B, Sd, H16>(gen, Sd{tk});
+    CAPTURE(tk, tq, h);
+    shaped::Generator gen(tk * 7 + tq + h);
+    const auto q_all = shaped::randn<V, B, Td, Hd>(gen, Td{tk}, Hd{h});
+    const auto k = shaped::randn<V, B, Sd, Hd>(gen, Sd{tk}, Hd{h});
     const auto v = shaped::randn<V, B, Sd, Dd>(gen, Sd{tk}, Dd{24});
     // The last tq queries, as a strided view of the full set.
     const auto q = shaped::slice<Td>(q_all, tk - tq, tk);
