@@ -152,18 +152,24 @@ auto as_operand(S&& s) -> decltype(auto) {
     else return scalar<value_type_of<E>>(static_cast<value_type_of<E>>(s));
 }
 
+// Two expressions whose dims do not broadcast. The operations below then pick an overload that is
+// only declared: its return type is the diagnostic, which the compiler instantiates at the
+// caller's line (the operators are macros, and a check inside one would add the macro's
+// expansion to the error).
 template <class L, class R>
-constexpr bool check_broadcast() {
-    using LD = dims_of<L>;
-    using RD = dims_of<R>;
-    if constexpr (!broadcastable<LD, RD>) {
-        using failure = broadcast_failure<LD, RD>;
-        (void)diag::broadcast_dims<diag::show<typename failure::lhs>, diag::show<typename failure::rhs>>{};
-        return false;
-    } else {
-        return true;
-    }
-}
+concept Unbroadcastable = Expression<L> && Expression<R> && !broadcastable<dims_of<L>, dims_of<R>>;
+
+template <class Op, class LD, class RD, bool = broadcastable<LD, RD>>
+struct broadcast_diag_of {
+    using type = void;
+};
+template <class Op, class LD, class RD>
+struct broadcast_diag_of<Op, LD, RD, false> {
+    using failure = broadcast_failure<LD, RD>;
+    using type = diag::broadcast_dims<Op, diag::show<typename failure::lhs>, diag::show<typename failure::rhs>>;
+};
+template <class Op, class L, class R>
+using broadcast_diag = typename broadcast_diag_of<Op, dims_of<L>, dims_of<R>>::type;
 
 template <class Op, class L, class R>
 auto binary(std::string_view operation, L&& l, R&& r) {
@@ -171,8 +177,6 @@ auto binary(std::string_view operation, L&& l, R&& r) {
         return make_elementwise<Op>(operation, as_operand<R>(std::forward<L>(l)), std::forward<R>(r));
     } else if constexpr (!Expression<R>) {
         return make_elementwise<Op>(operation, std::forward<L>(l), as_operand<L>(std::forward<R>(r)));
-    } else if constexpr (!check_broadcast<L, R>()) {
-        return diag::failed{};
     } else {
         return make_elementwise<Op>(operation, std::forward<L>(l), std::forward<R>(r));
     }
@@ -182,12 +186,15 @@ auto binary(std::string_view operation, L&& l, R&& r) {
 template <class L, class R>
 concept BinaryOperands = (Expression<L> && (Expression<R> || Scalar<R>)) || (Scalar<L> && Expression<R>);
 
-#define SHAPED_BINARY_OPERATOR(symbol, op_tag)                                          \
-    template <class L, class R>                                                         \
-        requires BinaryOperands<L, R>                                                   \
-    auto operator symbol(L&& l, R&& r) {                                                \
+#define SHAPED_BINARY_OPERATOR(symbol, op_tag)                                              \
+    template <class L, class R>                                                             \
+        requires BinaryOperands<L, R> && (!detail::Unbroadcastable<L, R>)                  \
+    auto operator symbol(L&& l, R&& r) {                                                    \
         return detail::binary<op::op_tag>(#symbol, std::forward<L>(l), std::forward<R>(r)); \
-    }
+    }                                                                                       \
+    template <class L, class R>                                                             \
+        requires detail::Unbroadcastable<L, R>                                              \
+    detail::broadcast_diag<op::op_tag, L, R> operator symbol(L&&, R&&);
 
 SHAPED_BINARY_OPERATOR(+, add)
 SHAPED_BINARY_OPERATOR(-, subtract)
@@ -204,15 +211,21 @@ SHAPED_BINARY_OPERATOR(||, logical_or)
 #undef SHAPED_BINARY_OPERATOR
 
 template <class L, class R>
-    requires BinaryOperands<L, R>
+    requires BinaryOperands<L, R> && (!detail::Unbroadcastable<L, R>)
 auto maximum(L&& l, R&& r) {
     return detail::binary<op::maximum>("maximum", std::forward<L>(l), std::forward<R>(r));
 }
 template <class L, class R>
-    requires BinaryOperands<L, R>
+    requires detail::Unbroadcastable<L, R>
+detail::broadcast_diag<op::maximum, L, R> maximum(L&&, R&&);
+template <class L, class R>
+    requires BinaryOperands<L, R> && (!detail::Unbroadcastable<L, R>)
 auto minimum(L&& l, R&& r) {
     return detail::binary<op::minimum>("minimum", std::forward<L>(l), std::forward<R>(r));
 }
+template <class L, class R>
+    requires detail::Unbroadcastable<L, R>
+detail::broadcast_diag<op::minimum, L, R> minimum(L&&, R&&);
 
 #define SHAPED_UNARY_FUNCTION(name, op_tag)                               \
     template <Expression E>                                               \

@@ -77,6 +77,24 @@ constexpr bool check_named() {
     }
 }
 
+// The same rules for a check written into the operation the user calls, which keeps a failure to
+// one error at the caller's line (through a helper, the error gains a frame per call, and clang
+// follows it with a second error where it cannot fold the failed helper):
+//     if constexpr (!detail::names_one<D, List>) {
+//         (void)detail::named_diag<op::x, D, List>{};
+//         return diag::failed{};
+//     }
+template <Dim D, class List>
+inline constexpr bool names_one = count_named<D, List> == 1;
+
+template <class Op, Dim D, class List>
+using named_diag = std::conditional_t<count_named<D, List> == 0,
+                                      diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>,
+                                      diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>>;
+
+template <class Op, int Axis, std::size_t Rank>
+using axis_diag = diag::axis_out_of_range<Op, diag::axis<Axis>, diag::rank<Rank>>;
+
 }  // namespace detail
 
 }  // namespace shaped

@@ -77,26 +77,29 @@ auto make_along(E&& e) {
     else
         return reduce_node<Op, Axis, operand_t<E&&>>(std::forward<E>(e));
 }
-
-template <class Op, int Axis, class E>
-auto along_axis(E&& e) {
-    if constexpr (!check_axis<Op, Axis, rank_of<E>>()) return diag::failed{};
-    else return make_along<Op, normalize_axis<Axis, rank_of<E>>>(std::forward<E>(e));
-}
-
-template <class Op, Dim D, class E>
-auto along_dim(E&& e) {
-    if constexpr (!check_named<Op, D, dims_of<E>>()) return diag::failed{};
-    else return make_along<Op, index_named<D, dims_of<E>>>(std::forward<E>(e));
-}
 }  // namespace detail
 
-// The positional and named forms of each operation along a dim.
-#define SHAPED_ALONG_DIM(name)                                                                        \
-    template <int Axis, Expression E>                                                                 \
-    auto name(E&& e) { return detail::along_axis<op::name, Axis>(std::forward<E>(e)); }              \
-    template <Dim D, Expression E>                                                                    \
-    auto name(E&& e) { return detail::along_dim<op::name, D>(std::forward<E>(e)); }
+// The positional and named forms of each operation along a dim. An axis out of range, or a name
+// that is not exactly one dim, picks the overload that is only declared: its return type is the
+// diagnostic, which the compiler instantiates at the caller's line (the operations are macros,
+// and a check inside one would add the macro's expansion to the error).
+#define SHAPED_ALONG_DIM(name)                                                                     \
+    template <int Axis, Expression E>                                                              \
+        requires axis_in_range<Axis, rank_of<E>>                                                   \
+    auto name(E&& e) {                                                                             \
+        return detail::make_along<op::name, normalize_axis<Axis, rank_of<E>>>(std::forward<E>(e)); \
+    }                                                                                              \
+    template <int Axis, Expression E>                                                              \
+        requires(!axis_in_range<Axis, rank_of<E>>)                                                 \
+    detail::axis_diag<op::name, Axis, rank_of<E>> name(E&&);                                       \
+    template <Dim D, Expression E>                                                                 \
+        requires detail::names_one<D, dims_of<E>>                                                  \
+    auto name(E&& e) {                                                                             \
+        return detail::make_along<op::name, index_named<D, dims_of<E>>>(std::forward<E>(e));       \
+    }                                                                                              \
+    template <Dim D, Expression E>                                                                 \
+        requires(!detail::names_one<D, dims_of<E>>)                                                \
+    detail::named_diag<op::name, D, dims_of<E>> name(E&&);
 
 SHAPED_ALONG_DIM(softmax)
 SHAPED_ALONG_DIM(log_softmax)

@@ -85,30 +85,36 @@ private:
     E operand_;
 };
 
-namespace detail {
-template <class Op, class E, bool Upper>
-auto triangle(E&& e, long diagonal) {
-    if constexpr (!check_axis<Op, -2, rank_of<E>>()) return diag::failed{};
-    else return triangle_node<operand_t<E&&>, Upper>(std::forward<E>(e), diagonal);
-}
-}  // namespace detail
-
+// Each operation checks its dims itself, not in a helper: see detail::names_one.
 template <Expression E>
 auto tril(E&& e, long diagonal = 0) {
-    return detail::triangle<op::tril, E, false>(std::forward<E>(e), diagonal);
+    if constexpr (!axis_in_range<-2, rank_of<E>>) {
+        (void)detail::axis_diag<op::tril, -2, rank_of<E>>{};
+        return diag::failed{};
+    } else {
+        return triangle_node<operand_t<E&&>, false>(std::forward<E>(e), diagonal);
+    }
 }
 
 template <Expression E>
 auto triu(E&& e, long diagonal = 0) {
-    return detail::triangle<op::triu, E, true>(std::forward<E>(e), diagonal);
+    if constexpr (!axis_in_range<-2, rank_of<E>>) {
+        (void)detail::axis_diag<op::triu, -2, rank_of<E>>{};
+        return diag::failed{};
+    } else {
+        return triangle_node<operand_t<E&&>, true>(std::forward<E>(e), diagonal);
+    }
 }
 
 // transpose<I, J>(e): swaps two dims by position, as x.transpose(i, j) does.
 template <int I, int J, Expression E>
 auto transpose(E&& e) {
     constexpr std::size_t rank = rank_of<E>;
-    if constexpr (!detail::check_axis<op::transpose, I, rank>() ||
-                  !detail::check_axis<op::transpose, J, rank>()) {
+    if constexpr (!axis_in_range<I, rank>) {
+        (void)detail::axis_diag<op::transpose, I, rank>{};
+        return diag::failed{};
+    } else if constexpr (!axis_in_range<J, rank>) {
+        (void)detail::axis_diag<op::transpose, J, rank>{};
         return diag::failed{};
     } else {
         constexpr auto perm = detail::swapped_indices<rank, normalize_axis<I, rank>, normalize_axis<J, rank>>();
@@ -120,11 +126,16 @@ auto transpose(E&& e) {
 template <Dim A, Dim B, Expression E>
 auto transpose(E&& e) {
     using List = dims_of<E>;
-    if constexpr (!detail::check_named<op::transpose, A, List>() || !detail::check_named<op::transpose, B, List>())
+    if constexpr (!detail::names_one<A, List>) {
+        (void)detail::named_diag<op::transpose, A, List>{};
         return diag::failed{};
-    else
+    } else if constexpr (!detail::names_one<B, List>) {
+        (void)detail::named_diag<op::transpose, B, List>{};
+        return diag::failed{};
+    } else {
         return transpose<static_cast<int>(index_named<A, List>), static_cast<int>(index_named<B, List>)>(
             std::forward<E>(e));
+    }
 }
 
 // mT(e): the last two dims swapped, as x.mT (and x.transpose(-2, -1)).
@@ -174,7 +185,8 @@ auto permute(E&& e) {
 template <Dim From, Dim To, Expression E>
 auto rename(E&& e) {
     using List = dims_of<E>;
-    if constexpr (!detail::check_named<op::rename, From, List>()) {
+    if constexpr (!detail::names_one<From, List>) {
+        (void)detail::named_diag<op::rename, From, List>{};
         return diag::failed{};
     } else if constexpr (count_named<To, List> > 0 && !same_name<From, To>) {
         (void)diag::rename_collision<diag::show<From>, diag::show<To>, diag::show_dims<List>>{};

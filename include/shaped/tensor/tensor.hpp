@@ -90,11 +90,14 @@ public:
     Tensor& operator=(const Tensor&) = default;
     Tensor& operator=(Tensor&&) noexcept = default;
 
-    // From any expression whose dims meet these: evaluates it.
+    // From any expression whose dims meet these: evaluates it. The dims are checked here, not in a
+    // helper, so that a mismatch is one error one frame from the caller.
     template <Expression E>
         requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
     Tensor(E&& source) {
-        if constexpr (detail::check_assign<dims_type, dims_of<E>>()) {
+        if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
+            (void)detail::assign_diag<dims_type, dims_of<E>>{};
+        } else {
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
             allocate(extents);
@@ -105,7 +108,9 @@ public:
     template <Expression E>
         requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
     Tensor& operator=(E&& source) {
-        if constexpr (detail::check_assign<dims_type, dims_of<E>>()) {
+        if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
+            (void)detail::assign_diag<dims_type, dims_of<E>>{};
+        } else {
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
             if (extents != this->extents()) allocate(extents);
@@ -147,13 +152,16 @@ public:
     // Row-major strides in elements.
     std::array<std::ptrdiff_t, rank> strides() const { return row_major_strides(extents()); }
 
-    // Element access, bounds-checked: t(b, t, c).
+    // Element access, bounds-checked: t(b, t, c). The count of indices is checked here, one frame
+    // from the caller.
     template <std::integral... I>
     T& operator()(I... index) {
+        if constexpr (sizeof...(I) != rank) (void)diag::index_count<diag::show_dims<dims_type>>{};
         return data()[offset_of(index...)];
     }
     template <std::integral... I>
     const T& operator()(I... index) const {
+        if constexpr (sizeof...(I) != rank) (void)diag::index_count<diag::show_dims<dims_type>>{};
         return data()[offset_of(index...)];
     }
 
@@ -191,7 +199,6 @@ private:
     template <class... I>
     std::size_t offset_of(I... index) const {
         if constexpr (sizeof...(I) != rank) {
-            (void)diag::index_count<diag::show_dims<dims_type>>{};
             return 0;
         } else {
             const std::array<long long, rank> idx{static_cast<long long>(index)...};

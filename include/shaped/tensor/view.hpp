@@ -36,20 +36,19 @@ std::ptrdiff_t checked_offset(const std::array<long long, R>& index, const std::
     return offset;
 }
 
-// The dims a target declares meet the dims of what is assigned to it, or the compile error
-// shows both lists.
+// Whether the dims a target declares meet the dims of what is assigned to it; where not, the
+// assignment instantiates assign_diag, which shows both lists.
 template <class Target, class Source>
-constexpr bool check_assign() {
-    constexpr bool ok = [] {
-        if constexpr (Target::rank != Source::rank) return false;
-        else
-            return []<std::size_t... I>(std::index_sequence<I...>) {
-                return (can_meet<dim_at<I, Target>, dim_at<I, Source>> && ...);
-            }(std::make_index_sequence<Target::rank>{});
-    }();
-    if constexpr (!ok) (void)diag::assign_dims<diag::show_dims<Target>, diag::show_dims<Source>>{};
-    return ok;
-}
+inline constexpr bool assignable = [] {
+    if constexpr (Target::rank != Source::rank) return false;
+    else
+        return []<std::size_t... I>(std::index_sequence<I...>) {
+            return (can_meet<dim_at<I, Target>, dim_at<I, Source>> && ...);
+        }(std::make_index_sequence<Target::rank>{});
+}();
+
+template <class Target, class Source>
+using assign_diag = diag::assign_dims<diag::show_dims<Target>, diag::show_dims<Source>>;
 
 }  // namespace detail
 
@@ -81,11 +80,13 @@ public:
     template <Expression E>
         requires(!std::is_const_v<T>)
     const View& operator=(const E& source) const {
-        if constexpr (!detail::check_assign<dims_type, dims_of<E>>()) return *this;
-        const auto extents = source.extents();
-        if (extents != extents_)
-            throw shape_error("shaped::View: the assigned expression's extents differ from the view's");
-        kernels::assign(*this, source);
+        if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
+            (void)detail::assign_diag<dims_type, dims_of<E>>{};
+        } else {
+            if (source.extents() != extents_)
+                throw shape_error("shaped::View: the assigned expression's extents differ from the view's");
+            kernels::assign(*this, source);
+        }
         return *this;
     }
 
@@ -162,7 +163,8 @@ constexpr bool check_dim_or_axis() {
 template <Dim D, Strided S>
 auto slice(S& s, std::size_t begin, std::size_t end) {
     using List = dims_of<S>;
-    if constexpr (!detail::check_named<op::slice, D, List>()) {
+    if constexpr (!detail::names_one<D, List>) {
+        (void)detail::named_diag<op::slice, D, List>{};
         return diag::failed{};
     } else {
         constexpr std::size_t axis = index_named<D, List>;
@@ -182,7 +184,8 @@ auto slice(S& s, std::size_t begin, std::size_t end) {
 template <Dim D, std::size_t Begin, std::size_t End, Strided S>
 auto slice(S& s) {
     using List = dims_of<S>;
-    if constexpr (!detail::check_named<op::slice, D, List>()) {
+    if constexpr (!detail::names_one<D, List>) {
+        (void)detail::named_diag<op::slice, D, List>{};
         return diag::failed{};
     } else {
         constexpr std::size_t axis = index_named<D, List>;
@@ -199,7 +202,8 @@ auto slice(S& s) {
 template <Dim D, Strided S>
 auto select(S& s, std::size_t index) {
     using List = dims_of<S>;
-    if constexpr (!detail::check_named<op::select, D, List>()) {
+    if constexpr (!detail::names_one<D, List>) {
+        (void)detail::named_diag<op::select, D, List>{};
         return diag::failed{};
     } else {
         constexpr std::size_t axis = index_named<D, List>;
