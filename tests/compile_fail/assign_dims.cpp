@@ -1,0 +1,20 @@
+// Rule: a Tensor takes an expression only of its declared dims; q @ k.mT() is (B, T, T), not (B, T, H).
+// expect-error: shaped::Tensor: the assigned expression's dims differ from the tensor's declared dims
+// expect-error: assign_dims<.*name<'B'>, 2>.*name<'T'>, 4>.*name<'H'>, 16> ?>, .*name<'B'>, 2>.*name<'T'>, 4>.*name<'T'>, 4>
+#include <shaped/shaped.hpp>
+
+using B = shaped::dim<"B", 2>;
+using T = shaped::dim<"T", 4>;
+using H = shaped::dim<"H", 16>;
+
+int main() {
+    shaped::Generator gen(0);
+    auto q = shaped::randn<float, B, T, H>(gen);
+    auto k = shaped::randn<float, B, T, H>(gen);
+#ifdef SHAPED_COMPILE_FAIL_CONTROL
+    shaped::Tensor<float, B, T, T> w = shaped::matmul(q, k.mT());
+#else
+    shaped::Tensor<float, B, T, H> w = shaped::matmul(q, k.mT());
+#endif
+    (void)w;
+}

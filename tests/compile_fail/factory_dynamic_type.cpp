@@ -1,0 +1,19 @@
+// Rule: a factory takes each dynamic extent as a value of that dim; S{5} is no extent for T.
+// expect-error: shaped: give one extent per dynamic dim, as values of those dims, in order
+// expect-error: shaped::randn
+// expect-error: is_same_v<shaped::dims<shaped::dim<.*>, shaped::dims<shaped::dim<.*>
+#include <shaped/shaped.hpp>
+
+using B = shaped::dim<"B", 2>;
+using T = shaped::dim<"T">;
+using S = shaped::dim<"S">;
+
+int main() {
+    shaped::Generator gen(0);
+#ifdef SHAPED_COMPILE_FAIL_CONTROL
+    auto x = shaped::randn<float, B, T>(gen, T{5});
+#else
+    auto x = shaped::randn<float, B, T>(gen, S{5});
+#endif
+    (void)x;
+}
