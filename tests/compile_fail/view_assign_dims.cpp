@@ -1,0 +1,18 @@
+// Rule: writing through a View takes an expression only of the view's dims; (T, H) is not (H, T).
+// expect-error: shaped::Tensor: the assigned expression's dims differ from the tensor's declared dims
+// expect-error: assign_dims<.*name<'T'>, 4>, .*name<'H'>, 16> ?>, .*name<'H'>, 16>, .*name<'T'>, 4> ?> ?>
+#include <shaped/shaped.hpp>
+
+using T = shaped::dim<"T", 4>;
+using H = shaped::dim<"H", 16>;
+
+int main() {
+    shaped::Generator gen(0);
+    auto x = shaped::zeros<float, T, H>();
+    auto w = shaped::randn<float, H, T>(gen);
+#ifdef SHAPED_COMPILE_FAIL_CONTROL
+    x.view() = shaped::mT(w);
+#else
+    x.view() = w;
+#endif
+}
