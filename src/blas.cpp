@@ -23,4 +23,16 @@ void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std:
                 blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
 }
 
+void gemv(bool transpose_a, std::size_t rows, std::size_t cols, float alpha, const float* a, std::size_t lda,
+          const float* x, std::size_t incx, float beta, float* y, std::size_t incy) {
+    cblas_sgemv(CblasRowMajor, flag(transpose_a), blas_int(rows), blas_int(cols), alpha, a, blas_int(lda), x,
+                blas_int(incx), beta, y, blas_int(incy));
+}
+
+void gemv(bool transpose_a, std::size_t rows, std::size_t cols, double alpha, const double* a, std::size_t lda,
+          const double* x, std::size_t incx, double beta, double* y, std::size_t incy) {
+    cblas_dgemv(CblasRowMajor, flag(transpose_a), blas_int(rows), blas_int(cols), alpha, a, blas_int(lda), x,
+                blas_int(incx), beta, y, blas_int(incy));
+}
+
 }  // namespace shaped::kernels::blas

@@ -122,3 +122,55 @@ TEMPLATE_TEST_CASE("a matmul plus a bias is the bias added to the product", "[ma
     for (std::size_t i = 0; i < y.size(); ++i)
         REQUIRE(std::abs(y.data()[i] - want.data()[i]) <= 1e-5 * (1 + std::abs(want.data()[i])));
 }
+
+TEMPLATE_TEST_CASE("a product with one row or one column is the GEMV it stands for", "[matmul]", float, double) {
+    using V = TestType;
+    using One = shaped::dim<"T", 1>;
+    using Kd = shaped::dim<"K">;
+    using Nd = shaped::dim<"N">;
+    const std::size_t k = GENERATE(1, 7, 384);
+    const std::size_t n = GENERATE(1, 5, 1152);
+    CAPTURE(k, n);
+    shaped::Generator gen(k + n);
+    const auto x = shaped::randn<V, B, One, Kd>(gen, Kd{k});
+    const auto w = shaped::randn<V, Nd, Kd>(gen, Nd{n}, Kd{k});
+    const auto wt = shaped::eval(w.mT());
+    const auto check = [&](const auto& out, const auto& lhs, const auto& rhs) {
+        const auto e = out.extents();
+        for (std::size_t b = 0; b < e[0]; ++b)
+            for (std::size_t i = 0; i < e[1]; ++i)
+                for (std::size_t j = 0; j < e[2]; ++j) {
+                    double want = 0;
+                    for (std::size_t p = 0; p < k; ++p)
+                        want += static_cast<double>(lhs(b, i, p)) * static_cast<double>(rhs(p, j));
+                    REQUIRE(std::abs(out(b, i, j) - want) <= 1e-4 * (1 + std::abs(want)));
+                }
+    };
+    // One row: x @ W^T (W read transposed) and x @ W^T stored as such.
+    const shaped::Tensor<V, B, One, Nd> row = shaped::matmul(x, w.mT());
+    check(row, x, wt);
+    const shaped::Tensor<V, B, One, Nd> row_plain = shaped::matmul(x, wt);
+    check(row_plain, x, wt);
+    // One row read transposed: x as the transpose of a (K, 1) column.
+    const auto column = shaped::eval(shaped::transpose<1, 2>(x));
+    const shaped::Tensor<V, B, One, Nd> row_of_column = shaped::matmul(shaped::transpose<1, 2>(column), w.mT());
+    check(row_of_column, x, wt);
+    // One column: W @ v for v (K, 1), and W^T @ u for u (N, 1).
+    using OneC = shaped::dim<"O", 1>;
+    const auto v = shaped::randn<V, B, Kd, OneC>(gen, Kd{k});
+    const shaped::Tensor<V, B, Nd, OneC> col = shaped::matmul(w, v);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t i = 0; i < n; ++i) {
+            double want = 0;
+            for (std::size_t p = 0; p < k; ++p) want += static_cast<double>(w(i, p)) * static_cast<double>(v(b, p, 0));
+            REQUIRE(std::abs(col(b, i, 0) - want) <= 1e-4 * (1 + std::abs(want)));
+        }
+    const auto u = shaped::randn<V, B, Nd, OneC>(gen, Nd{n});
+    const shaped::Tensor<V, B, Kd, OneC> col_t = shaped::matmul(w.mT(), u);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t i = 0; i < k; ++i) {
+            double want = 0;
+            for (std::size_t p = 0; p < n; ++p) want += static_cast<double>(w(p, i)) * static_cast<double>(u(b, p, 0));
+            REQUIRE(std::abs(col_t(b, i, 0) - want) <= 1e-4 * (1 + std::abs(want)));
+        }
+}

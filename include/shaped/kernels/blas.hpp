@@ -13,4 +13,11 @@ void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std:
           const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
           std::size_t ldc);
 
+// y = alpha * op(A) @ x + beta * y, A rows x cols (op(A) = A or A^T), x and y strided by incx
+// and incy elements.
+void gemv(bool transpose_a, std::size_t rows, std::size_t cols, float alpha, const float* a, std::size_t lda,
+          const float* x, std::size_t incx, float beta, float* y, std::size_t incy);
+void gemv(bool transpose_a, std::size_t rows, std::size_t cols, double alpha, const double* a, std::size_t lda,
+          const double* x, std::size_t incx, double beta, double* y, std::size_t incy);
+
 }  // namespace shaped::kernels::blas

@@ -224,6 +224,20 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
     }
     const std::size_t ldc = out_strides[cr - 2] > 0 ? static_cast<std::size_t>(out_strides[cr - 2]) : n;
 
+    // rows x n of the result from lhs rows at a, rhs at b. One row (a decoding step's x @ W^T)
+    // or one column is a matrix-vector product: GEMV reads the matrix once, where GEMM would
+    // first copy it into its packed layout.
+    const auto product = [&](std::size_t rows, const T* a, const T* b, T* c) {
+        if (rows == 1)
+            blas::gemv(!rb.transposed, rb.transposed ? n : k, rb.transposed ? k : n, alpha, b, rb.leading, a,
+                       la.transposed ? la.leading : 1, beta, c, 1);
+        else if (n == 1)
+            blas::gemv(la.transposed, la.transposed ? k : rows, la.transposed ? rows : k, alpha, a, la.leading, b,
+                       rb.leading, beta, c, ldc);
+        else
+            blas::gemm(la.transposed, rb.transposed, rows, n, k, alpha, a, la.leading, b, rb.leading, beta, c, ldc);
+    };
+
     const auto lb = detail::batch_strides<batch>(lhs.extents, lhs.strides);
     const auto rbs = detail::batch_strides<batch>(rhs.extents, rhs.strides);
     std::size_t batches = 1;
@@ -241,8 +255,7 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
                out_strides[i] == static_cast<std::ptrdiff_t>(inner_rows * ldc);
     }
     if (fold || batch == 0) {
-        blas::gemm(la.transposed, rb.transposed, m * batches, n, k, alpha, lhs.data, la.leading, rhs.data, rb.leading,
-                   beta, target.data(), ldc);
+        product(m * batches, lhs.data, rhs.data, target.data());
         return;
     }
     std::array<std::size_t, batch> index{};
@@ -253,8 +266,7 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
             ro += static_cast<std::ptrdiff_t>(index[i]) * rbs[i];
             co += static_cast<std::ptrdiff_t>(index[i]) * out_strides[i];
         }
-        blas::gemm(la.transposed, rb.transposed, m, n, k, alpha, lhs.data + lo, la.leading, rhs.data + ro, rb.leading,
-                   beta, target.data() + co, ldc);
+        product(m, lhs.data + lo, rhs.data + ro, target.data() + co);
         for (std::size_t i = batch; i-- > 0;) {
             if (++index[i] < out_extents[i]) break;
             index[i] = 0;
