@@ -11,6 +11,7 @@
 #include <shaped/core/dims.hpp>
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace shaped::diag {
@@ -153,6 +154,11 @@ struct not_a_permutation {
     static_assert(sizeof...(Shown) == 0,
                   "shaped::permute: the axes must name each dim exactly once");
 };
+
+// The dynamic dims a factory wants and the extents it was given, shown in the failed condition
+// of the factory's static_assert.
+template <class Wanted, class Given>
+inline constexpr bool dynamic_extents_agree = std::is_same_v<Wanted, Given>;
 
 template <class... Shown>
 struct index_count {

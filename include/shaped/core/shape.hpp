@@ -1,6 +1,7 @@
 #pragma once
 // The run-time shape of a tensor: the extents of its dims, static and dynamic alike.
 
+#include <shaped/core/diagnostics.hpp>
 #include <shaped/core/dims.hpp>
 #include <shaped/core/shape_error.hpp>
 
@@ -77,8 +78,9 @@ constexpr std::size_t extent_or_zero() {
 // Full extents from the static ones and the given dynamic dim values.
 template <Dim... Ds, Dim... Dynamic>
 constexpr std::array<std::size_t, sizeof...(Ds)> make_extents(dims<Ds...>, const Dynamic&... dynamic) {
-    static_assert(std::is_same_v<dims<Dynamic...>, typename dynamic_dims_impl<dims<Ds...>>::type>,
-                  "shaped: give one extent per dynamic dim, as values of those dims, in order");
+    using wanted = typename dynamic_dims_impl<dims<Ds...>>::type;
+    static_assert(diag::dynamic_extents_agree<diag::show_dims<wanted>, diag::show_dims<dims<Dynamic...>>>,
+                  "shaped: give one extent per dynamic dim, as values of those dims, in order (wanted, given)");
     std::array<std::size_t, sizeof...(Ds)> extents{extent_or_zero<Ds>()...};
     const std::array<std::size_t, sizeof...(Dynamic)> given{dynamic.size()...};
     constexpr std::array<bool, sizeof...(Ds)> is_dynamic{!Ds::is_static...};
