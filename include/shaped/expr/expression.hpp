@@ -52,31 +52,6 @@ concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>>;
 
 namespace detail {
 
-// Axis is in range, or the compile error names the operation, the axis and the rank.
-template <class Op, int Axis, std::size_t Rank>
-constexpr bool check_axis() {
-    if constexpr (!axis_in_range<Axis, Rank>) {
-        (void)diag::axis_out_of_range<Op, diag::axis<Axis>, diag::rank<Rank>>{};
-        return false;
-    } else {
-        return true;
-    }
-}
-
-// D names exactly one dim of List, or the compile error says which rule failed.
-template <class Op, Dim D, class List>
-constexpr bool check_named() {
-    if constexpr (count_named<D, List> == 0) {
-        (void)diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>{};
-        return false;
-    } else if constexpr (count_named<D, List> > 1) {
-        (void)diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>{};
-        return false;
-    } else {
-        return true;
-    }
-}
-
 // The same rules for a check written into the operation the user calls, which keeps a failure to
 // one error at the caller's line (through a helper, the error gains a frame per call, and clang
 // follows it with a second error where it cannot fold the failed helper):
@@ -91,6 +66,19 @@ template <class Op, Dim D, class List>
 using named_diag = std::conditional_t<count_named<D, List> == 0,
                                       diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>,
                                       diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>>;
+
+// The diagnostic for the first of Ds that does not name exactly one dim of List.
+template <class Op, class List, Dim D, Dim... Rest>
+struct first_unnamed {
+    using type = typename std::conditional_t<names_one<D, List>, first_unnamed<Op, List, Rest...>,
+                                             std::type_identity<named_diag<Op, D, List>>>::type;
+};
+template <class Op, class List, Dim D>
+struct first_unnamed<Op, List, D> {
+    using type = named_diag<Op, D, List>;
+};
+template <class Op, class List, Dim... Ds>
+using first_unnamed_diag = typename first_unnamed<Op, List, Ds...>::type;
 
 template <class Op, int Axis, std::size_t Rank>
 using axis_diag = diag::axis_out_of_range<Op, diag::axis<Axis>, diag::rank<Rank>>;

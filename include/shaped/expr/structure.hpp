@@ -13,6 +13,7 @@ namespace shaped {
 
 namespace op {
 struct transpose {};
+struct permute {};
 struct rename {};
 struct tril {};
 struct triu {};
@@ -164,7 +165,7 @@ template <int... Axes, Expression E>
 auto permute(E&& e) {
     constexpr std::size_t rank = rank_of<E>;
     if constexpr (sizeof...(Axes) != rank || !detail::is_permutation<Axes...>()) {
-        (void)diag::not_a_permutation<diag::axis<Axes>..., diag::rank<rank>>{};
+        (void)diag::not_a_permutation<op::permute, diag::axis<Axes>..., diag::rank<rank>>{};
         return diag::failed{};
     } else {
         constexpr std::array<std::size_t, rank> perm{normalize_axis<Axes, rank>...};
@@ -177,8 +178,17 @@ template <Dim... Ds, Expression E>
     requires(sizeof...(Ds) > 0)
 auto permute(E&& e) {
     using List = dims_of<E>;
-    if constexpr (!(detail::check_named<op::transpose, Ds, List>() && ...)) return diag::failed{};
-    else return permute<static_cast<int>(index_named<Ds, List>)...>(std::forward<E>(e));
+    if constexpr (!(detail::names_one<Ds, List> && ...)) {
+        (void)detail::first_unnamed_diag<op::permute, List, Ds...>{};
+        return diag::failed{};
+    } else if constexpr (sizeof...(Ds) != List::rank ||
+                         !detail::is_permutation<static_cast<int>(index_named<Ds, List>)...>()) {
+        (void)diag::not_a_permutation<op::permute, diag::show<Ds>..., diag::show_dims<List>>{};
+        return diag::failed{};
+    } else {
+        return permute_node<operand_t<E&&>, std::array<std::size_t, List::rank>{index_named<Ds, List>...}>(
+            std::forward<E>(e));
+    }
 }
 
 // rename<From, To>(e): the dim named From is called To; To must not name another dim already.

@@ -23,22 +23,18 @@ consteval auto joined_dim() {
         return std::type_identity<dynamic_of<D>>{};
 }
 
-// Every operand has First's rank and dims, except for the extent of the joined dim.
+// Other has First's rank and dims, except for the extent of the joined dim.
 template <std::size_t Axis, class First, class Other>
-constexpr bool joinable() {
+inline constexpr bool joinable = [] {
     using F = dims_of<First>;
     using O = dims_of<Other>;
-    if constexpr (F::rank != O::rank) {
-        (void)diag::concat_dims<diag::show_dims<F>, diag::show_dims<O>>{};
+    if constexpr (F::rank != O::rank)
         return false;
-    } else {
-        constexpr bool ok = []<std::size_t... I>(std::index_sequence<I...>) {
+    else
+        return []<std::size_t... I>(std::index_sequence<I...>) {
             return ((I == Axis ? same_name<dim_at<I, F>, dim_at<I, O>> : can_meet<dim_at<I, F>, dim_at<I, O>>) && ...);
         }(std::make_index_sequence<F::rank>{});
-        if constexpr (!ok) (void)diag::concat_dims<diag::show_dims<F>, diag::show_dims<O>>{};
-        return ok;
-    }
-}
+}();
 
 template <std::size_t Axis, class First, class... Rest>
 auto concat_along(const First& first, const Rest&... rest) {
@@ -70,19 +66,34 @@ auto concat_along(const First& first, const Rest&... rest) {
 template <int Axis, Expression First, Expression... Rest>
 auto concat(const First& first, const Rest&... rest) {
     constexpr std::size_t rank = rank_of<First>;
-    if constexpr (!detail::check_axis<op::concat, Axis, rank>()) {
+    if constexpr (!axis_in_range<Axis, rank>) {
+        (void)detail::axis_diag<op::concat, Axis, rank>{};
         return diag::failed{};
     } else {
         constexpr std::size_t axis = normalize_axis<Axis, rank>;
-        if constexpr (!(detail::joinable<axis, First, Rest>() && ...)) return diag::failed{};
-        else return detail::concat_along<axis>(first, rest...);
+        if constexpr (!(detail::joinable<axis, First, Rest> && ...)) {
+            (void)diag::concat_dims<diag::show_dims<dims_of<First>>, diag::show_dims<dims_of<Rest>>...>{};
+            return diag::failed{};
+        } else {
+            return detail::concat_along<axis>(first, rest...);
+        }
     }
 }
 
+// Checked here rather than by delegating to the positional form: a failure stays one frame
+// from the caller's line.
 template <Dim D, Expression First, Expression... Rest>
 auto concat(const First& first, const Rest&... rest) {
-    if constexpr (!detail::check_named<op::concat, D, dims_of<First>>()) return diag::failed{};
-    else return concat<static_cast<int>(index_named<D, dims_of<First>>)>(first, rest...);
+    using List = dims_of<First>;
+    if constexpr (!detail::names_one<D, List>) {
+        (void)detail::named_diag<op::concat, D, List>{};
+        return diag::failed{};
+    } else if constexpr (!(detail::joinable<index_named<D, List>, First, Rest> && ...)) {
+        (void)diag::concat_dims<diag::show_dims<List>, diag::show_dims<dims_of<Rest>>...>{};
+        return diag::failed{};
+    } else {
+        return detail::concat_along<index_named<D, List>>(first, rest...);
+    }
 }
 
 }  // namespace shaped

@@ -90,6 +90,15 @@ public:
         return *this;
     }
 
+    // One view assigned to another of the same type writes elements too (PyTorch's x[0] = x[1]);
+    // the implicit assignment would rebind this view and copy nothing.
+    View(const View&) = default;
+    const View& operator=(const View& source) const
+        requires(!std::is_const_v<T>)
+    {
+        return operator= <View>(source);
+    }
+
     const extents_type& extents() const { return extents_; }
     const strides_type& strides() const { return strides_; }
     shape_type shape() const { return shape_type(extents_); }
@@ -150,12 +159,6 @@ namespace detail {
 template <class S>
 using view_element_t = std::remove_pointer_t<decltype(std::declval<S&>().data())>;
 
-// Axis is a position or the index of a uniquely named dim.
-template <class Op, auto Axis, class List>
-constexpr bool check_dim_or_axis() {
-    if constexpr (Dim<decltype(Axis)>) return check_named<Op, decltype(Axis), List>();
-    else return check_axis<Op, Axis, List::rank>();
-}
 }  // namespace detail
 
 // slice<D>(t, begin, end): elements begin..end-1 along dim D (by name, or by position), as a
