@@ -6,7 +6,8 @@
 #   make test-gcc   build and test with g++ only          (build/gcc)
 #   make test-clang build and test with clang++ only      (build/clang)
 #   make asan       build and test with ASan + UBSan      (build/asan)
-#   make bench      build and run the benchmarks          (build/gcc)
+#   make bench      shaped vs hand-written vs PyTorch, one table (build/gcc/bench/results.json)
+#   make compile-times  compile time and peak memory of the contract programs and examples
 #   make fixtures   regenerate the PyTorch parity fixtures (needs python3-torch)
 #   make deps       install missing Debian packages (as root)
 #   make clean      remove build/
@@ -17,6 +18,10 @@ JOBS       ?= $(shell nproc)
 BUILD_TYPE ?= Release
 # The Python with torch and numpy is Debian's, whatever else is first on PATH.
 PYTHON     ?= /usr/bin/python3
+# Threads for every side of `make bench`, and repetitions of each case (the fastest is reported).
+BENCH_THREADS     ?= 1
+BENCH_REPETITIONS ?= 5
+BENCH_ENV = OPENBLAS_NUM_THREADS=$(BENCH_THREADS) OMP_NUM_THREADS=$(BENCH_THREADS)
 
 # Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
 # a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
@@ -62,7 +67,7 @@ endef
 # The recipes below run CMake builds that are parallel themselves: keep make serial, so that
 # `make test` runs g++ first and clang++ second even under make -j.
 .NOTPARALLEL:
-.PHONY: all deps deps-python build demo test test-gcc test-clang asan bench fixtures clean
+.PHONY: all deps deps-python build demo test test-gcc test-clang asan bench compile-times fixtures clean
 
 all: build
 
@@ -100,14 +105,25 @@ asan: deps
 	cmake --build build/asan -j $(JOBS)
 	ctest --test-dir build/asan $(CTEST_FLAGS)
 
+# shaped, the hand-written baselines and PyTorch eager on the same cases, one table. Every side
+# runs with BENCH_THREADS threads (OpenBLAS's, shaped's pool, torch.set_num_threads): 1 by
+# default, so that a machine shared with other work disturbs the comparison least (single-
+# threaded runs compare process CPU time). Results: build/gcc/bench/results.json.
 bench: deps deps-python
 	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE),-DSHAPED_BUILD_BENCH=ON)
-	cmake --build build/gcc -j $(JOBS)
-	@if [ -x build/gcc/bench/shaped_bench ]; then \
-		./build/gcc/bench/shaped_bench; \
-	else \
-		echo "shaped: no benchmark executable at build/gcc/bench/shaped_bench"; \
-	fi
+	cmake --build build/gcc -j $(JOBS) --target shaped_bench
+	$(BENCH_ENV) ./build/gcc/bench/shaped_bench --benchmark_repetitions=$(BENCH_REPETITIONS) \
+		--benchmark_display_aggregates_only=true \
+		--benchmark_out=build/gcc/bench/shaped.json --benchmark_out_format=json
+	$(BENCH_ENV) $(PYTHON) bench/torch_reference.py --threads $(BENCH_THREADS) \
+		--repetitions $(BENCH_REPETITIONS) --out build/gcc/bench/torch.json
+	$(PYTHON) bench/report.py --threads $(BENCH_THREADS) --shaped build/gcc/bench/shaped.json \
+		--torch build/gcc/bench/torch.json --out build/gcc/bench/results.json
+
+# Wall time and peak memory of compiling the contract programs and the examples, and the time
+# of building the whole suite (tools/compile_times.sh).
+compile-times: deps
+	CXX=$(CXX_GCC) tools/compile_times.sh build/compile-times
 
 fixtures: deps-python
 	@if [ -f tests/parity/make_fixtures.py ]; then \

@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""Merges shaped's Google Benchmark results and bench/torch_reference.py's into one table, checks
+the performance targets, and writes both as JSON.
+
+    bench/report.py --shaped shaped.json --torch torch.json --threads 1 --out results.json
+
+A row is a case: shaped's time, the hand-written baseline's, PyTorch eager's, how many times
+faster shaped is than PyTorch, shaped's time over the baseline's, and where the case counts its
+flops, shaped's GFLOP/s and their share of the sgemm ceiling (the baseline sgemm's GFLOP/s).
+Each time is the fastest of the repetitions (other work on the machine only ever adds time).
+Single-threaded runs compare process CPU time, which another process on the machine disturbs
+less than wall time; multi-threaded runs compare wall time.
+"""
+
+import argparse
+import json
+import re
+import sys
+
+UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+SUFFIXES = ("/process_time", "/real_time", "/manual_time")
+
+# decode_bench.cpp names its cases its own way ("decode_step/C384_NH6/kv_cache/1024"); these
+# give them the names of the report's rows, "<case>/<implementation>".
+RENAMES = [
+    (re.compile(r"^decode_step/(C\d+_NH\d+)/kv_cache/(\d+)$"), r"decode/ctx\2_\1/shaped"),
+    (re.compile(r"^decode_step/(C\d+_NH\d+)/full_recompute/(\d+)$"), r"recompute/ctx\2_\1/shaped"),
+]
+
+# Targets: (description, check(rows) -> (met, measured text)).
+CEILING = "sgemm/N1024"
+
+
+def load_shaped(path, clock):
+    """Each case's fastest repetition (and its flops per call)."""
+    with open(path) as f:
+        data = json.load(f)
+    times, flops, failed = {}, {}, set()
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate":
+            continue
+        name = strip(b.get("run_name", b["name"]))
+        if b.get("error_occurred"):
+            failed.add(name)
+            print(f"report: {name} failed: {b.get('error_message')}", file=sys.stderr)
+            continue
+        seconds = b["cpu_time" if clock == "cpu" else "real_time"] * UNITS[b["time_unit"]]
+        times[name] = min(seconds, times.get(name, seconds))
+        if "flops" in b:
+            flops[name] = b["flops"]
+    for name in failed:
+        times[name] = None
+    return data.get("context", {}), times, flops
+
+
+def strip(name):
+    for suffix in SUFFIXES:
+        name = name.replace(suffix, "")
+    for pattern, replacement in RENAMES:
+        name = pattern.sub(replacement, name)
+    return name
+
+
+def split_name(name):
+    """'prefill/B1_T256_C384_NH6/shaped' -> ('prefill/B1_T256_C384_NH6', 'shaped')."""
+    case, _, impl = name.rpartition("/")
+    return case, impl
+
+
+
+
+def build_rows(times, flops, torch_cases, clock):
+    rows = {}
+    for name, seconds in times.items():
+        case, impl = split_name(name)
+        row = rows.setdefault(case, {"case": case})
+        row[impl] = seconds
+        if name in flops and impl == "shaped":
+            row["flops"] = flops[name]
+        if name in flops and impl == "baseline" and "flops" not in row:
+            row["flops"] = flops[name]
+    key = "cpu_seconds" if clock == "cpu" else "wall_seconds"
+    for name, entry in torch_cases.items():
+        rows.setdefault(name, {"case": name})["pytorch"] = entry[key]
+    ceiling = None
+    if CEILING in rows and rows[CEILING].get("baseline") and rows[CEILING].get("flops"):
+        ceiling = rows[CEILING]["flops"] / rows[CEILING]["baseline"] / 1e9
+    for row in rows.values():
+        s, b, t = row.get("shaped"), row.get("baseline"), row.get("pytorch")
+        if s and t:
+            row["speedup_vs_pytorch"] = t / s
+        if s and b:
+            row["shaped_over_baseline"] = s / b
+        if row.get("flops"):
+            fastest = s or b
+            if fastest:
+                row["gflops"] = row["flops"] / fastest / 1e9
+                if ceiling:
+                    row["share_of_ceiling"] = row["gflops"] / ceiling
+    return sorted(rows.values(), key=order), ceiling
+
+
+def order(row):
+    kinds = ["head", "prefill", "attention_core", "decode", "recompute", "sgemm"]
+    kind = row["case"].split("/")[0]
+    rank = kinds.index(kind) if kind in kinds else len(kinds)
+    numbers = [int(n) for n in re.findall(r"\d+", row["case"])]
+    return (rank, numbers[1:2] + numbers if kind == "prefill" or kind == "attention_core" else numbers, row["case"])
+
+
+def duration(seconds):
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}" if seconds / scale < 100 else f"{seconds / scale:.0f} {unit}"
+    return f"{seconds / 1e-9:.0f} ns"
+
+
+def table(rows, ceiling):
+    header = ["case", "shaped", "baseline", "PyTorch", "vs PyTorch", "shaped/base", "GFLOP/s", "of sgemm"]
+    lines = []
+    for r in rows:
+        lines.append([
+            r["case"],
+            duration(r.get("shaped")),
+            duration(r.get("baseline")),
+            duration(r.get("pytorch")),
+            f"{r['speedup_vs_pytorch']:.1f}x" if "speedup_vs_pytorch" in r else "-",
+            f"{r['shaped_over_baseline']:.2f}" if "shaped_over_baseline" in r else "-",
+            f"{r['gflops']:.1f}" if "gflops" in r else "-",
+            f"{100 * r['share_of_ceiling']:.0f}%" if "share_of_ceiling" in r and not r["case"].startswith("sgemm") else "-",
+        ])
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
+    out = []
+    fmt = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    out.append(fmt(header))
+    out.append("  ".join("-" * w for w in widths))
+    out.extend(fmt(line) for line in lines)
+    return "\n".join(out)
+
+
+def targets(rows, ceiling):
+    by_case = {r["case"]: r for r in rows}
+    results = []
+
+    def add(name, met, measured):
+        results.append({"target": name, "met": met, "measured": measured})
+
+    head = by_case.get("head/B2_T4_C6_H16", {})
+    x = head.get("speedup_vs_pytorch")
+    add("seed head: >= 50x faster than PyTorch eager", x is not None and x >= 50, f"{x:.1f}x" if x else "missing")
+
+    prefill = by_case.get("prefill/B1_T1024_C768_NH12", {})
+    x = prefill.get("speedup_vs_pytorch")
+    add("prefill (1, 1024, 768, 12 heads): >= 3x faster than PyTorch eager", x is not None and x >= 3,
+        f"{x:.1f}x" if x else "missing")
+
+    core = by_case.get("attention_core/B1_T1024_C768_NH12", {})
+    share = core.get("share_of_ceiling")
+    add("attention core (1, 1024, 768, 12 heads): >= 50% of the sgemm ceiling's GFLOP/s (causal flops)",
+        share is not None and share >= 0.5,
+        f"{core['gflops']:.1f} GFLOP/s = {100 * share:.0f}% of {ceiling:.1f}" if share else "missing")
+
+    x = by_case.get("decode/ctx1024_C384_NH6", {}).get("speedup_vs_pytorch")
+    add("decode step at context 1024: >= 5x faster than PyTorch eager (torch.cat cache)", x is not None and x >= 5,
+        f"{x:.1f}x" if x else "missing")
+
+    ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
+    worst = max(ratios, key=lambda cr: cr[1]) if ratios else None
+    add("shaped vs hand-written baseline: no slower than 1.1x in any case", worst is not None and worst[1] <= 1.1,
+        f"worst {worst[1]:.2f} ({worst[0]})" if worst else "missing")
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shaped", required=True, help="Google Benchmark JSON (--benchmark_out)")
+    parser.add_argument("--torch", required=True, help="bench/torch_reference.py's JSON")
+    parser.add_argument("--threads", type=int, required=True, help="the thread count both ran with")
+    parser.add_argument("--out", help="write the table and targets here as JSON")
+    args = parser.parse_args()
+
+    clock = "cpu" if args.threads == 1 else "wall"
+    context, times, flops = load_shaped(args.shaped, clock)
+    with open(args.torch) as f:
+        torch_data = json.load(f)
+    rows, ceiling = build_rows(times, flops, torch_data["cases"], clock)
+    checks = targets(rows, ceiling)
+
+    clock_text = "process CPU time" if clock == "cpu" else "wall time"
+    print(f"\nshaped vs hand-written baseline vs PyTorch {torch_data.get('torch_version')} eager; "
+          f"{args.threads} thread(s) each; fastest of the repetitions, {clock_text} per call")
+    print(f"sgemm ceiling: {ceiling:.1f} GFLOP/s\n" if ceiling else "sgemm ceiling: missing\n")
+    print(table(rows, ceiling))
+    print()
+    for c in checks:
+        print(f"[{'met' if c['met'] else 'NOT MET'}] {c['target']}: {c['measured']}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"threads": args.threads, "clock": clock_text, "torch_version": torch_data.get("torch_version"),
+                       "machine": {k: context.get(k) for k in ("host_name", "num_cpus", "mhz_per_cpu", "caches", "load_avg")},
+                       "sgemm_ceiling_gflops": ceiling, "rows": rows, "targets": checks}, f, indent=2)
+        print(f"\nwritten to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""The PyTorch side of shaped's benchmarks: cases 1-3 in PyTorch eager, written the way the
+chapter and nanoGPT write them (matmul, masked_fill, softmax; torch.cat for the KV cache).
+
+Each case has the name its shaped benchmark has (bench/*_bench.cpp), so that bench/report.py can
+put them in one row. Times are per call, the fastest over repetitions of the mean over a batch
+of calls, in the same clock as the C++ side (process CPU time when single-threaded, wall time
+otherwise; both are written).
+
+    /usr/bin/python3 bench/torch_reference.py --threads 1 --out torch.json
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# ---- case 1: the chapter's head ------------------------------------------------------------
+
+class Head(nn.Module):
+    """The chapter's section 1 head, scaled as its section 2 (and nanoGPT's Head) does."""
+
+    def __init__(self, n_embd, head_size):
+        super().__init__()
+        self.key = nn.Linear(n_embd, head_size, bias=False)
+        self.query = nn.Linear(n_embd, head_size, bias=False)
+        self.value = nn.Linear(n_embd, head_size, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        k = self.key(x)    # (B, T, 16)
+        q = self.query(x)  # (B, T, 16)
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5  # (B, T, 16) @ (B, 16, T) ---> (B, T, T)
+        tril = torch.tril(torch.ones(T, T))
+        wei = wei.masked_fill(tril == 0, float('-inf'))
+        wei = F.softmax(wei, dim=-1)
+        v = self.value(x)
+        return wei @ v
+
+
+# ---- case 2 and 3: nanoGPT's CausalSelfAttention, with a torch.cat KV cache ----------------
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd, n_head, block_size):
+        super().__init__()
+        assert n_embd % n_head == 0
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.n_head = n_head
+        self.n_embd = n_embd
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def heads(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        return q, k, v
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.heads(x)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
+        att = F.softmax(att, dim=-1)
+        y = att @ v  # (B, nh, T, T) x (B, nh, T, hs) -> (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+    def decode(self, x, cache):
+        """One step: x (B, 1, C) is the next position; cache is (k, v), each (B, nh, t, hs), or
+        None. Returns the output and the grown cache."""
+        B, T, C = x.size()
+        q, k, v = self.heads(x)
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=2)
+            v = torch.cat([cache[1], v], dim=2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = F.softmax(att, dim=-1)  # the new position sees every cached one
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y), (k, v)
+
+
+# ---- timing --------------------------------------------------------------------------------
+
+def measure(call, min_time, repetitions):
+    """Seconds per call: (process CPU, wall), each the fastest over repetitions of the mean over
+    enough calls to last min_time."""
+    call()
+    calls = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time / 4 or calls >= 1 << 24:
+            break
+        calls *= 4
+    calls = max(1, int(calls * min_time / max(elapsed, 1e-9)))
+    cpu, wall = [], []
+    for _ in range(repetitions):
+        c0, w0 = time.process_time(), time.perf_counter()
+        for _ in range(calls):
+            call()
+        cpu.append((time.process_time() - c0) / calls)
+        wall.append((time.perf_counter() - w0) / calls)
+    return min(cpu), min(wall)
+
+
+def cases(only):
+    """(name, call) for every case whose name contains `only`."""
+    torch.manual_seed(1337)
+
+    x = torch.randn(2, 4, 6)
+    head = Head(6, 16)
+    yield "head/B2_T4_C6_H16", lambda: head(x)
+
+    for B, T, C, nh in [(1, 256, 384, 6), (4, 256, 384, 6), (1, 1024, 768, 12)]:
+        name = f"B{B}_T{T}_C{C}_NH{nh}"
+        if only and only not in "prefill/" + name and only not in "attention_core/" + name:
+            continue
+        layer = CausalSelfAttention(C, nh, T)
+        xs = torch.randn(B, T, C)
+        yield f"prefill/{name}", lambda layer=layer, xs=xs: layer(xs)
+        q, k, v = (torch.randn(B, nh, T, C // nh) for _ in range(3))
+        mask = torch.tril(torch.ones(T, T)).view(1, 1, T, T)
+
+        def core(q=q, k=k, v=v, mask=mask):
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(mask == 0, float('-inf'))
+            return F.softmax(att, dim=-1) @ v
+        yield f"attention_core/{name}", core
+
+    C, nh = 384, 6
+    layer = CausalSelfAttention(C, nh, 1024)
+    for context in [64, 256, 1024]:
+        # The cache holds context - 1 positions; the step appends the context-th and attends
+        # over all context positions (torch.cat copies the whole cache to do so).
+        prefix = torch.randn(1, context - 1, C)
+        _, (keys, values) = layer.decode(prefix, None)
+        x = torch.randn(1, 1, C)
+        yield f"decode/ctx{context}_C{C}_NH{nh}", lambda keys=keys, values=values, x=x: layer.decode(x, (keys, values))
+        # Without a cache: the whole prefix again, through the full causal forward.
+        whole = torch.randn(1, context, C)
+        yield f"recompute/ctx{context}_C{C}_NH{nh}", lambda whole=whole: layer(whole)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    parser.add_argument("--out", help="write the results here as JSON")
+    parser.add_argument("--min-time", type=float, default=0.5, help="seconds per repetition")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--filter", default="", help="run only the cases whose name contains this")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    results = {}
+    with torch.no_grad():
+        for name, call in cases(args.filter):
+            if args.filter and args.filter not in name:
+                continue
+            cpu, wall = measure(call, args.min_time, args.repetitions)
+            results[name] = {"cpu_seconds": cpu, "wall_seconds": wall}
+            print(f"{name:45s} {cpu * 1e6:12.1f} us cpu {wall * 1e6:12.1f} us wall", file=sys.stderr, flush=True)
+
+    report = {
+        "torch_version": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "cases": results,
+    }
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2)
+    else:
+        json.dump(report, sys.stdout, indent=2)
+
+
+if __name__ == "__main__":
+    main()
