@@ -4,6 +4,8 @@
 
 #include "reference.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace {
@@ -296,4 +298,65 @@ TEST_CASE("matmul: a batch-dim mismatch at run time names both dims", "[matmul]"
     // An extent of one spreads instead.
     shaped::Tensor<float, Bd, Kd, Nd> one(Bd{1}, Kd{4}, Nd{6});
     CHECK_NOTHROW(shaped::matmul(a, one));
+}
+
+// ---- nn::Linear --------------------------------------------------------------------------------
+
+TEST_CASE("nn::Linear: weight is (Out, In) and y = x @ W^T + b", "[matmul][nn]") {
+    using C = shaped::dim<"C", 6>;
+    using H = shaped::dim<"H", 16>;
+    using Td = shaped::dim<"T">;
+    using B = shaped::dim<"B", 2>;
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::nn::Linear<C, H>::weight), shaped::Tensor<float, H, C>>);
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::nn::Linear<C, H>::bias), shaped::Tensor<float, H>>);
+
+    shaped::Generator gen(21);
+    const shaped::nn::Linear<C, H> with_bias(gen);
+    const shaped::nn::Linear<C, H, false> without(gen);
+    // PyTorch's initialisation: uniform within 1/sqrt(in_features).
+    const double bound = 1 / std::sqrt(6.0);
+    for (float w : with_bias.weight.elements()) CHECK(std::abs(w) <= bound);
+    for (float b : with_bias.bias.elements()) CHECK(std::abs(b) <= bound);
+
+    const std::size_t t = GENERATE(1, 4, 33);
+    shaped::Tensor<float, B, Td, C> x(Td{t});
+    ref::fill(x, 22);
+    const auto xv = ref::values(x);
+    // The naive y[b, t, h] = sum_c x[b, t, c] * W[h, c] (+ bias[h]), W read in its (Out, In) layout.
+    const auto naive = [&](const auto& layer, bool add_bias) {
+        std::vector<double> y(2 * t * 16);
+        for (std::size_t r = 0; r < 2 * t; ++r)
+            for (std::size_t h = 0; h < 16; ++h) {
+                double s = 0;
+                for (std::size_t c = 0; c < 6; ++c) s += xv[r * 6 + c] * layer.weight(h, c);
+                if constexpr (requires { layer.bias(h); }) s += add_bias ? layer.bias(h) : 0.0;
+                y[r * 16 + h] = s;
+            }
+        return y;
+    };
+    const shaped::Tensor<float, B, Td, H> y = with_bias(x);
+    ref::require_close(ref::values(y), naive(with_bias, true), ref::tolerance<float>(6));
+    const shaped::Tensor<float, B, Td, H> z = without(x);
+    ref::require_close(ref::values(z), naive(without, false), ref::tolerance<float>(6));
+    // Applied to an expression, and to a rank-2 input.
+    const shaped::Tensor<float, B, Td, H> y2 = with_bias(x * 1.0f);
+    ref::require_close(ref::values(y2), ref::values(y), ref::tolerance<float>(6));
+    shaped::Tensor<float, Td, C> row = shaped::select<B>(x, 1);
+    const shaped::Tensor<float, Td, H> yr = with_bias(row);
+    const auto yv = ref::values(y);
+    ref::require_close(ref::values(yr), std::vector<double>(yv.begin() + t * 16, yv.end()), ref::tolerance<float>(6));
+}
+
+TEST_CASE("nn::Linear: default-constructed parameters are zero and can be loaded", "[matmul][nn]") {
+    using C = shaped::dim<"C", 3>;
+    using H = shaped::dim<"H", 2>;
+    shaped::nn::Linear<C, H> layer;
+    CHECK(std::all_of(layer.weight.data(), layer.weight.data() + 6, [](float w) { return w == 0.0f; }));
+    layer.weight = shaped::tensor<float, H, C>({1, 2, 3, 4, 5, 6});
+    layer.bias = shaped::tensor<float, H>({10, 20});
+    const auto x = shaped::tensor<float, shaped::dim<"T", 1>, C>({1, 1, 1});
+    const shaped::Tensor<float, shaped::dim<"T", 1>, H> y = layer(x);
+    // Row h of the weight is output h: 1+2+3 + 10 and 4+5+6 + 20.
+    CHECK(y(0, 0) == 16.0f);
+    CHECK(y(0, 1) == 35.0f);
 }
