@@ -113,8 +113,14 @@ public:
         } else {
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
-            if (extents != this->extents()) allocate(extents);
-            kernels::assign(*this, source);
+            if (extents == this->extents()) {
+                kernels::assign(*this, source);
+            } else {
+                // The new storage is filled before the old is released: the source may read it.
+                Tensor resized{shape_type(extents)};
+                kernels::assign(resized, source);
+                *this = std::move(resized);
+            }
         }
         return *this;
     }
