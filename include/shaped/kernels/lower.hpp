@@ -62,7 +62,10 @@ auto lower(const scalar<T>& s) {
 
 template <class E, std::array<std::size_t, rank_of<E>> Perm>
 auto lower(const permute_node<E, Perm>& p) {
-    return xt::transpose(lower(p.operand()), Perm);
+    // xt::transpose permutes strides: an operand that has none (an elementwise node) is
+    // evaluated first.
+    if constexpr (requires { lower(p.operand()).strides(); }) return xt::transpose(lower(p.operand()), Perm);
+    else return xt::transpose(xt::eval(lower(p.operand())), Perm);
 }
 
 template <class E, class NewDims>
