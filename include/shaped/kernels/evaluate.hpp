@@ -279,7 +279,7 @@ void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r) {
     using T = value_type_of<Target>;
     auto x = eval(r.operand());
     const auto& xs = x.xtensor();
-    auto out = writable(target);
+    auto&& out = writable(target);
     if constexpr (std::is_same_v<Op, op::sum>) xt::noalias(out) = xt::sum(xs, {Axis});
     else if constexpr (std::is_same_v<Op, op::mean>) xt::noalias(out) = xt::mean(xs, {Axis});
     else if constexpr (std::is_same_v<Op, op::max>) xt::noalias(out) = xt::amax(xs, {Axis});
