@@ -262,14 +262,20 @@ void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s) {
             return;
         }
     }
-    // Any other axis: xtensor's reducers, numerically stabilised by the max.
+    // Any other axis: xtensor's reducers, numerically stabilised by the max. Each reduction is
+    // evaluated before it broadcasts: xtensor 0.24 misreads a lazy keep_dims reducer broadcast
+    // along a middle axis.
     auto x = eval(s.operand());
     const auto& xs = x.xtensor();
-    auto shifted = xt::eval(xs - xt::amax(xs, {Axis}, xt::keep_dims));
-    if constexpr (Log) writable(target) = shifted - xt::log(xt::sum(xt::exp(shifted), {Axis}, xt::keep_dims));
-    else {
+    const auto largest = xt::eval(xt::amax(xs, {Axis}, xt::keep_dims));
+    auto shifted = xt::eval(xs - largest);
+    if constexpr (Log) {
+        const auto log_sum = xt::eval(xt::log(xt::sum(xt::exp(shifted), {Axis}, xt::keep_dims)));
+        writable(target) = shifted - log_sum;
+    } else {
         auto e = xt::eval(xt::exp(shifted));
-        writable(target) = e / xt::sum(e, {Axis}, xt::keep_dims);
+        const auto total = xt::eval(xt::sum(e, {Axis}, xt::keep_dims));
+        writable(target) = e / total;
     }
     (void)sizeof(T);
 }
@@ -287,7 +293,8 @@ void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r) {
     else {
         static_assert(std::is_same_v<Op, op::var>);
         const auto n = static_cast<T>(xs.shape()[Axis]);
-        auto centred = xt::eval(xs - xt::mean(xs, {Axis}, xt::keep_dims));
+        const auto mean = xt::eval(xt::mean(xs, {Axis}, xt::keep_dims));
+        auto centred = xt::eval(xs - mean);
         xt::noalias(out) = xt::sum(centred * centred, {Axis}) / (n - T{1});
     }
 }
