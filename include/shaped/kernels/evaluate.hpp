@@ -262,20 +262,21 @@ void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s) {
             return;
         }
     }
-    // Any other axis: xtensor's reducers, numerically stabilised by the max. Each reduction is
-    // evaluated before it broadcasts: xtensor 0.24 misreads a lazy keep_dims reducer broadcast
-    // along a middle axis.
+    // Any other axis (or rows that lie apart): xtensor's reducers, numerically stabilised by the
+    // max. Each reduction is evaluated before it broadcasts: xtensor 0.24 misreads a lazy
+    // keep_dims reducer broadcast along a middle axis. The result is written with noalias, which
+    // follows a strided target's strides (plain assignment copies a temporary in linearly).
     auto x = eval(s.operand());
     const auto& xs = x.xtensor();
     const auto largest = xt::eval(xt::amax(xs, {Axis}, xt::keep_dims));
     auto shifted = xt::eval(xs - largest);
     if constexpr (Log) {
         const auto log_sum = xt::eval(xt::log(xt::sum(xt::exp(shifted), {Axis}, xt::keep_dims)));
-        writable(target) = shifted - log_sum;
+        xt::noalias(writable(target)) = shifted - log_sum;
     } else {
         auto e = xt::eval(xt::exp(shifted));
         const auto total = xt::eval(xt::sum(e, {Axis}, xt::keep_dims));
-        writable(target) = e / total;
+        xt::noalias(writable(target)) = e / total;
     }
     (void)sizeof(T);
 }
