@@ -68,11 +68,12 @@ template <Strided S, class Target>
 overlap overlap_of(const S& s, const alias_probe<Target>& probe) {
     const footprint mine = footprint_of(s);
     if (mine.end <= probe.span.begin || mine.begin >= probe.span.end) return overlap::none;
+    // Held by value: a Tensor returns its extents and strides as new arrays on every call.
+    const auto extents = s.extents(), target_extents = probe.target.extents();
+    const auto strides = s.strides(), target_strides = probe.target.strides();
     const bool same = reinterpret_cast<const std::byte*>(s.data()) == probe.span.begin &&
-                      std::equal(s.extents().begin(), s.extents().end(), probe.target.extents().begin(),
-                                 probe.target.extents().end()) &&
-                      std::equal(s.strides().begin(), s.strides().end(), probe.target.strides().begin(),
-                                 probe.target.strides().end());
+                      std::equal(extents.begin(), extents.end(), target_extents.begin(), target_extents.end()) &&
+                      std::equal(strides.begin(), strides.end(), target_strides.begin(), target_strides.end());
     return same ? overlap::aligned : overlap::unsafe;
 }
 template <class T, class Target>
