@@ -49,7 +49,10 @@ $commands
 END
 
 start=$(date +%s.%N)
-cmake --build "$build" -j "$jobs" >/dev/null
+if ! cmake --build "$build" -j "$jobs" >"$build/build.log" 2>&1; then
+    tail -n 40 "$build/build.log" >&2
+    exit 1
+fi
 end=$(date +%s.%N)
 awk -v a="$start" -v b="$end" -v j="$jobs" \
     'BEGIN { printf "\nwhole suite (library, tests, examples, benchmarks), -j %s: %.0f s\n", j, b - a }'
