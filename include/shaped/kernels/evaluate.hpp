@@ -69,8 +69,11 @@ overlap overlap_of(const S& s, const alias_probe<Target>& probe) {
     const footprint mine = footprint_of(s);
     if (mine.end <= probe.span.begin || mine.begin >= probe.span.end) return overlap::none;
     // Held by value: a Tensor returns its extents and strides as new arrays on every call.
-    const auto extents = s.extents(), target_extents = probe.target.extents();
-    const auto strides = s.strides(), target_strides = probe.target.strides();
+    // One declaration each: operand and target may differ in rank, so in type.
+    const auto extents = s.extents();
+    const auto target_extents = probe.target.extents();
+    const auto strides = s.strides();
+    const auto target_strides = probe.target.strides();
     const bool same = reinterpret_cast<const std::byte*>(s.data()) == probe.span.begin &&
                       std::equal(extents.begin(), extents.end(), target_extents.begin(), target_extents.end()) &&
                       std::equal(strides.begin(), strides.end(), target_strides.begin(), target_strides.end());
