@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <variant>
 #include <vector>
 
@@ -64,8 +65,10 @@ auto as_strided(const E& e) {
     if constexpr (detail::readable_in_place<E>) {
         return strided_operand<T, R, std::monostate>{{}, detail::in_place<T>(e)};
     } else {
-        auto owner = tensor_for<T, dims_of<E>>(e);
-        const strided<T, R> elements{owner.data(), owner.extents(), owner.strides()};
+        // The temporary lives on the heap so that elements stays valid wherever the result is
+        // moved: a small Tensor keeps its elements inline and would take them along.
+        auto owner = std::make_unique<const tensor_for<T, dims_of<E>>>(e);
+        const strided<T, R> elements{owner->data(), owner->extents(), owner->strides()};
         return strided_operand<T, R, decltype(owner)>{std::move(owner), elements};
     }
 }
