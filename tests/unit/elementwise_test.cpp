@@ -108,6 +108,27 @@ TEMPLATE_TEST_CASE("broadcasting by position from the right", "[elementwise]", f
     ref::require_close(ref::values(outer), want, tol<V>());
 }
 
+TEMPLATE_TEST_CASE("broadcasting along a middle dim of extent one", "[elementwise]", float, double) {
+    using V = TestType;
+    using H = shaped::dim<"H", 4>;
+    using One = shaped::dim<"H", 1>;
+    const std::size_t t = GENERATE(1, 3, 17);
+    shaped::Tensor<V, B, H, Td, Cd> x(Td{t}, Cd{5});
+    shaped::Tensor<V, B, One, Td, Cd> per_batch(Td{t}, Cd{5});
+    ref::fill(x, 30 + t);
+    ref::fill(per_batch, 31 + t);
+    const auto xv = ref::values(x), pv = ref::values(per_batch);
+    const shaped::Tensor<V, B, H, Td, Cd> y = x * per_batch + per_batch;
+    std::vector<double> want(xv.size());
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 4; ++h)
+            for (std::size_t i = 0; i < t * 5; ++i) {
+                const double p = pv[b * t * 5 + i];
+                want[(b * 4 + h) * t * 5 + i] = xv[(b * 4 + h) * t * 5 + i] * p + p;
+            }
+    ref::require_close(ref::values(y), want, tol<V>() * 4);
+}
+
 TEST_CASE("broadcasting with dynamic extents, checked at run time", "[elementwise]") {
     shaped::Tensor<float, B, Td, Cd> x(Td{4}, Cd{5});
     shaped::Tensor<float, Cd> bias(Cd{5});
