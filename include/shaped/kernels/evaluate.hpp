@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace shaped::kernels {
 
@@ -332,6 +333,46 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
     }
 }
 
+// A copy from stored elements (a Tensor or View, maybe transposed or renamed) of the target's
+// element type: a loop over rows, each moved whole where its elements are adjacent on both
+// sides, rather than xtensor's element-by-element stepper (which costs microseconds even for a
+// KV cache's one new row).
+template <class Target, class Source>
+void copy_into(Target& target, const Source& source) {
+    using T = value_type_of<Target>;
+    constexpr std::size_t r = rank_of<Target>;
+    const auto from = in_place<T>(source);
+    if constexpr (r == 0) {
+        target.data()[0] = from.data[0];
+    } else {
+        const auto extents = target.extents();
+        const auto strides = target.strides();
+        const std::size_t n = extents[r - 1];
+        std::size_t rows = 1;
+        for (std::size_t i = 0; i + 1 < r; ++i) rows *= extents[i];
+        if (rows == 0 || n == 0) return;
+        const bool adjacent = (strides[r - 1] == 1 && from.strides[r - 1] == 1) || n == 1;
+        std::array<std::size_t, r> index{};
+        for (std::size_t row = 0; row < rows; ++row) {
+            std::ptrdiff_t to = 0, at = 0;
+            for (std::size_t i = 0; i + 1 < r; ++i) {
+                to += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
+                at += static_cast<std::ptrdiff_t>(index[i]) * from.strides[i];
+            }
+            T* dst = target.data() + to;
+            const T* src = from.data + at;
+            if (adjacent) std::memmove(dst, src, n * sizeof(T));
+            else
+                for (std::size_t j = 0; j < n; ++j)
+                    dst[static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = src[static_cast<std::ptrdiff_t>(j) * from.strides[r - 1]];
+            for (std::size_t i = r - 1; i-- > 0;) {
+                if (++index[i] < extents[i]) break;
+                index[i] = 0;
+            }
+        }
+    }
+}
+
 }  // namespace detail
 
 template <class Target, class Source>
@@ -371,6 +412,9 @@ void assign(Target& target, const Source& source) {
         auto&& in = lower(source);
         std::copy(in.cbegin(), in.cend(), out.begin());
         return;
+    }
+    if constexpr (detail::readable_in_place<Source> && std::is_same_v<value_type_of<Source>, T>) {
+        return detail::copy_into(target, source);
     }
     xt::noalias(detail::writable(target)) = lower(source);
 }
