@@ -51,18 +51,35 @@ public:
 
 }  // namespace
 
-void* operator new(std::size_t size) {
+// Every unaligned form goes through malloc and free, so that each new meets its own delete
+// (AddressSanitizer checks that they match). The aligned forms keep the library's pairs.
+namespace {
+void* counted_malloc(std::size_t size) noexcept {
     log_.record(size);
-    if (void* p = std::malloc(size ? size : 1)) return p;
+    return std::malloc(size ? size : 1);
+}
+void* counted_new(std::size_t size) {
+    if (void* p = counted_malloc(size)) return p;
     throw std::bad_alloc();
 }
+}  // namespace
+
+void* operator new(std::size_t size) { return counted_new(size); }
+void* operator new[](std::size_t size) { return counted_new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return counted_malloc(size); }
+
 // GCC takes operator new for the standard one and warns that free() does not match it.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

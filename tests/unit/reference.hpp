@@ -6,10 +6,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
-#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ref {
