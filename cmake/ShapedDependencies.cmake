@@ -2,7 +2,6 @@
 find_package(xtl REQUIRED)
 find_package(xsimd REQUIRED)
 find_package(xtensor REQUIRED)
-find_package(Boost 1.74 REQUIRED)  # header-only: Boost.Hana
 find_package(OpenBLAS CONFIG REQUIRED)
 
 # OpenBLAS's Debian config sets variables, not a target: wrap them in one (ShapedBlas.cmake,
