@@ -2,10 +2,11 @@
 // multi-head attention (C=384, 6 heads of 64, batch 1) at a context of 64, 256 and 1024, with a
 // preallocated KV cache and cblas GEMVs over its filled prefix; and the same output recomputed
 // from the whole prefix with a T x T score matrix per head. The layer, the tokens and the
-// prefilled cache are decode_bench.cpp's (the same seed), and each baseline is checked against
+// prefilled cache are decode_setting.hpp's (the same seed), and each baseline is checked against
 // what nn::MultiHeadAttention computes from them.
 #include "baseline.hpp"
 #include "bench_support.hpp"
+#include "decode_setting.hpp"
 
 #include <shaped/shaped.hpp>
 
@@ -15,29 +16,9 @@
 
 namespace {
 
-using B = shaped::dim<"B", 1>;
-using T = shaped::dim<"T">;
-using C = shaped::dim<"C", 384>;
-using NH = shaped::dim<"NH", 6>;
-using HS = shaped::dim<"HS", 64>;
-using S = shaped::dim<"S", 1024>;
-
-using Attention = shaped::nn::MultiHeadAttention<C, NH, HS>;
-using Cache = Attention::cache_type<B, S>;
+using namespace bench::decode;
 
 constexpr std::size_t c = C::extent, heads = NH::extent, hs = HS::extent, capacity = S::extent;
-
-// decode_bench.cpp's setting: the layer, `context` tokens, a cache holding all but the last.
-struct decoding {
-    shaped::Generator gen{2024};
-    Attention attention{gen};
-    shaped::Tensor<float, B, T, C> x;
-    Cache prefilled;
-
-    explicit decoding(std::size_t context) : x(shaped::randn<float, B, T, C>(gen, T{context})) {
-        attention(shaped::slice<T>(x, 0, context - 1), prefilled);
-    }
-};
 
 // A decoder by hand: keys and values (heads, capacity, hs), preallocated; a step projects the
 // token, writes its key and value after the filled prefix, and attends over the prefix with two
@@ -127,7 +108,7 @@ void recompute_baseline(benchmark::State& state, std::size_t context) {
 const bool registered = [] {
     for (std::size_t context : {64, 256, 1024}) {
         const std::string name = "ctx" + std::to_string(context) + "_C384_NH6";
-        // Timed as decode_bench.cpp times the shaped step (the thread's CPU time).
+        // Timed as decode_bench.cpp times the shaped step.
         benchmark::RegisterBenchmark(("decode/" + name + "/baseline").c_str(), decode_baseline, context)
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark(("recompute/" + name + "/baseline").c_str(), recompute_baseline, context)

@@ -20,13 +20,6 @@ import sys
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 SUFFIXES = ("/process_time", "/real_time", "/manual_time")
 
-# decode_bench.cpp names its cases its own way ("decode_step/C384_NH6/kv_cache/1024"); these
-# give them the names of the report's rows, "<case>/<implementation>".
-RENAMES = [
-    (re.compile(r"^decode_step/(C\d+_NH\d+)/kv_cache/(\d+)$"), r"decode/ctx\2_\1/shaped"),
-    (re.compile(r"^decode_step/(C\d+_NH\d+)/full_recompute/(\d+)$"), r"recompute/ctx\2_\1/shaped"),
-]
-
 # Targets: (description, check(rows) -> (met, measured text)).
 CEILING = "sgemm/N1024"
 
@@ -56,8 +49,6 @@ def load_shaped(path, clock):
 def strip(name):
     for suffix in SUFFIXES:
         name = name.replace(suffix, "")
-    for pattern, replacement in RENAMES:
-        name = pattern.sub(replacement, name)
     return name
 
 
