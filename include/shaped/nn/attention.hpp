@@ -95,9 +95,24 @@ public:
     auto operator()(const X& x, Cache& cache,
                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
 
+    // Calls f(name, parameter) for each parameter, named as the chapter's Head module's
+    // state_dict names them: "key.weight", "query.weight", "value.weight".
+    template <class F>
+    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
+    template <class F>
+    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
+
     Linear<C, H, false> key;
     Linear<C, H, false> query;
     Linear<C, H, false> value;
+
+private:
+    template <class Self, class F>
+    static void visit_parameters(Self& self, F& f) {
+        self.key.for_each_parameter(detail::prefixed("key.", f));
+        self.query.for_each_parameter(detail::prefixed("query.", f));
+        self.value.for_each_parameter(detail::prefixed("value.", f));
+    }
 };
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true>
@@ -134,8 +149,23 @@ public:
     auto operator()(const X& x, Cache& cache,
                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
 
+    // Calls f(name, parameter) for each parameter, named as nanoGPT's CausalSelfAttention's
+    // state_dict names them: "c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"
+    // (the biases only with Bias).
+    template <class F>
+    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
+    template <class F>
+    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
+
     Linear<C, fused_dim, Bias> c_attn;
     Linear<C, C, Bias> c_proj;
+
+private:
+    template <class Self, class F>
+    static void visit_parameters(Self& self, F& f) {
+        self.c_attn.for_each_parameter(detail::prefixed("c_attn.", f));
+        self.c_proj.for_each_parameter(detail::prefixed("c_proj.", f));
+    }
 };
 
 // ---- implementation ------------------------------------------------------------------------

@@ -6,9 +6,23 @@
 #include <shaped/tensor.hpp>
 
 #include <cmath>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace shaped::nn {
+
+namespace detail {
+// f, called for a sublayer's parameters under `prefix`: f("key.weight", ...) for "weight".
+template <class F>
+auto prefixed(std::string_view prefix, F& f) {
+    return [prefix, &f](std::string_view name, auto& parameter) {
+        std::string full(prefix);
+        full += name;
+        f(std::string_view(full), parameter);
+    };
+}
+}  // namespace detail
 
 template <StaticDim In, StaticDim Out, bool Bias = true>
 class Linear {
@@ -31,6 +45,19 @@ public:
     auto operator()(X&& x) const {
         if constexpr (Bias) return matmul(std::forward<X>(x), weight.mT()) + bias;
         else return matmul(std::forward<X>(x), weight.mT());
+    }
+
+    // Calls f(name, parameter) for each parameter, named as in PyTorch's state_dict: "weight",
+    // then "bias" (when there is one). io::load_parameters and io::save_parameters use this.
+    template <class F>
+    void for_each_parameter(F&& f) {
+        f(std::string_view("weight"), weight);
+        if constexpr (Bias) f(std::string_view("bias"), bias);
+    }
+    template <class F>
+    void for_each_parameter(F&& f) const {
+        f(std::string_view("weight"), weight);
+        if constexpr (Bias) f(std::string_view("bias"), bias);
     }
 
     Tensor<float, Out, In> weight;
