@@ -9,6 +9,7 @@
 // compared with the bytes actually present before anything is allocated from them.
 
 #include "shaped/io/npy_format.hpp"
+#include "temporary_file.hpp"
 
 #include <algorithm>
 #include <array>
@@ -20,14 +21,8 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <random>
 #include <system_error>
 #include <utility>
-
-#if __has_include(<unistd.h>)
-#include <unistd.h>
-#define SHAPED_NPY_HAVE_FSYNC 1
-#endif
 
 namespace shaped::io {
 
@@ -442,65 +437,6 @@ std::vector<std::byte> make_header(dtype type, std::span<const std::size_t> shap
     return header;
 }
 
-// A temporary file beside the target; removed on destruction unless it was renamed into place.
-class temporary_file {
-public:
-    temporary_file(const std::filesystem::path& target, std::string_view context)
-        : context_(context) {
-        std::random_device entropy;
-        for (int attempt = 0; attempt < 16 && file_ == nullptr; ++attempt) {
-            const auto tag = std::to_string(entropy()) + std::to_string(entropy());
-            path_ = target.parent_path() / ("." + target.filename().string() + ".tmp-" + tag);
-            errno = 0;
-            file_ = std::fopen(path_.string().c_str(), "wbx");  // 'x': never reuse an existing file
-            if (file_ == nullptr && errno != EEXIST) break;
-        }
-        if (file_ == nullptr) {
-            fail(context_,
-                 "cannot create temporary file '" + path_.string() + "': " + std::strerror(errno));
-        }
-    }
-    temporary_file(const temporary_file&) = delete;
-    temporary_file& operator=(const temporary_file&) = delete;
-    ~temporary_file() {
-        if (file_ != nullptr) std::fclose(file_);
-        if (!renamed_) {
-            std::error_code ignored;
-            std::filesystem::remove(path_, ignored);
-        }
-    }
-
-    void write(std::span<const std::byte> bytes) {
-        if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-            fail(context_, "write to '" + path_.string() + "' failed: " + std::strerror(errno));
-        }
-    }
-
-    // Flushes to the disk before the rename, so a crash cannot leave a renamed but empty file.
-    void commit_as(const std::filesystem::path& target) {
-        bool flushed = std::fflush(file_) == 0;
-#ifdef SHAPED_NPY_HAVE_FSYNC
-        flushed = flushed && ::fsync(::fileno(file_)) == 0;
-#endif
-        const int flush_errno = errno;
-        const bool closed = std::fclose(std::exchange(file_, nullptr)) == 0;
-        if (!flushed || !closed) {
-            fail(context_, "write to '" + path_.string() +
-                               "' failed: " + std::strerror(flushed ? errno : flush_errno));
-        }
-        std::error_code error;
-        std::filesystem::rename(path_, target, error);
-        if (error) fail(context_, "cannot replace the file: " + error.message());
-        renamed_ = true;
-    }
-
-private:
-    std::string context_;
-    std::filesystem::path path_;
-    std::FILE* file_ = nullptr;
-    bool renamed_ = false;
-};
-
 }  // namespace
 
 std::string_view dtype_name(dtype type) {
@@ -572,7 +508,7 @@ void write_npy(const std::filesystem::path& path, dtype type, std::span<const st
                           std::to_string(*byte_count));
     }
     const std::vector<std::byte> header = make_header(type, shape, context);
-    temporary_file file(path, context);
+    detail::temporary_file file(path, context);
     file.write(header);
     file.write(data);
     file.commit_as(path);
