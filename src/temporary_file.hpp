@@ -37,8 +37,13 @@ public:
         : context_(context) {
         std::random_device entropy;
         for (int attempt = 0; attempt < 16 && file_ == nullptr; ++attempt) {
-            const auto tag = std::to_string(entropy()) + std::to_string(entropy());
-            path_ = target.parent_path() / ("." + target.filename().string() + ".tmp-" + tag);
+            // Appended piece by piece: GCC 12's -Wrestrict misfires on "." + std::string&&.
+            std::string name = ".";
+            name += target.filename().string();
+            name += ".tmp-";
+            name += std::to_string(entropy());
+            name += std::to_string(entropy());
+            path_ = target.parent_path() / name;
             errno = 0;
             file_ = std::fopen(path_.string().c_str(), "wbx");  // 'x': never reuse an existing file
             if (file_ == nullptr && errno != EEXIST) break;
