@@ -3,6 +3,8 @@ find_package(xtl REQUIRED)
 find_package(xsimd REQUIRED)
 find_package(xtensor REQUIRED)
 find_package(OpenBLAS CONFIG REQUIRED)
+# Parses safetensors headers; private to the compiled library (src/safetensors.cpp).
+find_package(nlohmann_json 3.10 REQUIRED)
 
 # OpenBLAS's Debian config sets variables, not a target: wrap them in one (ShapedBlas.cmake,
 # which the installed shapedConfig.cmake uses too).

@@ -1,0 +1,215 @@
+#pragma once
+// Typed safetensors reading and writing (https://github.com/huggingface/safetensors), and the
+// loading and saving of a layer's parameters by their PyTorch state_dict names.
+//
+//   shaped::io::safetensors_file file("model.safetensors");    // header parsed and checked
+//   auto w = file.load<float, C3, C>("c_attn.weight");          // dtype and dims checked
+//   shaped::io::load_parameters(attn, file, "transformer.h.0.attn.");
+//
+// A file is an 8-byte little-endian header length N, N bytes of JSON naming each tensor's
+// dtype, shape and byte range, then the data. Everything the header claims is checked when the
+// file is opened, before any tensor is read: a corrupt or truncated file, or one that does not
+// match what the caller asks for, is an io_error (or a shape_error for dims that do not fit)
+// naming the file, the tensor and what is wrong — never a silent wrong answer.
+
+#include <shaped/io/npy.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace shaped::io {
+
+// The "__metadata__" of a file: free-form strings (torch writes {"format": "pt"}).
+using safetensors_metadata = std::map<std::string, std::string>;
+
+// One tensor as a file's header describes it.
+struct safetensors_info {
+    std::string dtype;                // the file's spelling: "F32", "F64", "BF16", "I64", ...
+    std::vector<std::size_t> shape;   // empty for a 0-d tensor
+    std::size_t data_begin = 0;       // its bytes [data_begin, data_end) of the data buffer
+    std::size_t data_end = 0;
+};
+
+// The safetensors spelling of a shaped element type: "F32", "F64", "I32", "I64", "U8", "BOOL".
+std::string_view safetensors_dtype_name(dtype type);
+
+// A safetensors file opened for reading. The constructor reads and validates the header as the
+// reference implementation does (a sane header length, a JSON object, every entry's fields
+// present and typed, a known dtype, byte ranges that match dtype x shape, lie inside the data
+// buffer, and cover it exactly with no overlap and no hole); tensors are read one at a time,
+// on request, from the open file. Copies share the open file; loading is thread-safe.
+class safetensors_file {
+public:
+    explicit safetensors_file(const std::filesystem::path& path);
+
+    const std::filesystem::path& path() const;
+    // Tensor names, sorted.
+    std::vector<std::string> names() const;
+    bool contains(std::string_view name) const;
+    // io_error naming the tensor (and the file's closest names) when there is none by that name.
+    const safetensors_info& info(std::string_view name) const;
+    const safetensors_metadata& metadata() const;
+
+    // The tensor `name` as a Tensor<T, Ds...>. Its dtype must be T's exactly (F32 for float,
+    // F64 for double; no conversion), else io_error; its shape must fit the dims — static
+    // extents exactly, dynamic ones taken from the file — else shape_error naming the file,
+    // the tensor and the dims.
+    template <class T, Dim... Ds>
+    Tensor<T, Ds...> load(std::string_view name) const;
+
+    // The raw bytes of tensor `name` (little-endian, C order; BOOL normalised to 0 or 1) into
+    // `out`, which must be exactly its size.
+    void read(std::string_view name, std::span<std::byte> out) const;
+
+private:
+    // Where a message is about: `<path>: tensor "<name>"`, the name escaped.
+    std::string where(std::string_view name) const;
+
+    struct state;
+    std::shared_ptr<state> state_;
+};
+
+// One tensor to write: its bytes are read, not copied, so they must live until the write.
+struct safetensors_view {
+    std::string name;
+    std::string dtype;                // "F32", ... as in safetensors_info
+    std::vector<std::size_t> shape;
+    std::span<const std::byte> data;  // C order, little-endian
+};
+
+// Writes `tensors` (and `metadata`, if any) as one safetensors file: tensors in name order, the
+// JSON header padded with spaces to a multiple of 8 bytes. The file is written beside `path`
+// under a temporary name and renamed over it only when complete. io_error for a duplicate or
+// reserved name, an unknown dtype, or data whose size does not match dtype x shape.
+void write_safetensors(const std::filesystem::path& path, std::span<const safetensors_view> tensors,
+                       const safetensors_metadata& metadata = {});
+
+// Collects named tensors, then writes them as one file:
+//
+//   shaped::io::safetensors_writer out;
+//   out.add("x", x);                 // any expression: its values are evaluated and kept
+//   out.add_metadata("format", "pt");
+//   out.save("x.safetensors");
+class safetensors_writer {
+public:
+    template <Expression E>
+    void add(std::string name, const E& e) {
+        using T = value_type_of<E>;
+        const auto t = eval(e);
+        const auto extents = t.extents();
+        const auto bytes = std::as_bytes(std::span<const T>(t.data(), t.size()));
+        entries_.push_back({std::move(name), std::string(safetensors_dtype_name(dtype_of<T>())),
+                            std::vector<std::size_t>(extents.begin(), extents.end()),
+                            std::vector<std::byte>(bytes.begin(), bytes.end())});
+    }
+    void add_metadata(std::string key, std::string value) { metadata_[std::move(key)] = std::move(value); }
+    void save(const std::filesystem::path& path) const;
+
+private:
+    struct entry {
+        std::string name;
+        std::string dtype;
+        std::vector<std::size_t> shape;
+        std::vector<std::byte> data;
+    };
+    std::vector<entry> entries_;
+    safetensors_metadata metadata_;
+};
+
+// ---- layer parameters ----------------------------------------------------------------------
+//
+// An nn layer names its parameters as PyTorch's state_dict does, through
+// `layer.for_each_parameter(f)`, which calls f(name, tensor) for each.
+
+template <class Layer>
+concept HasParameters = requires(Layer& layer) {
+    layer.for_each_parameter([](std::string_view, auto&) {});
+};
+
+namespace detail {
+template <class P>
+struct tensor_loader;
+template <class T, Dim... Ds>
+struct tensor_loader<Tensor<T, Ds...>> {
+    static Tensor<T, Ds...> load(const safetensors_file& file, std::string_view name) {
+        return file.template load<T, Ds...>(name);
+    }
+};
+}  // namespace detail
+
+// Fills every parameter of `layer` from the tensor named prefix + its name (e.g. prefix
+// "transformer.h.0.attn." and "c_attn.weight"). Tensors in the file that the layer does not
+// name are ignored; a missing one is an io_error naming it. Strong guarantee: every parameter
+// is read and checked first, and the layer is assigned only when all of them succeeded, so a
+// file that does not fit leaves the layer as it was.
+template <HasParameters Layer>
+void load_parameters(Layer& layer, const safetensors_file& file, std::string_view prefix = "") {
+    std::vector<std::function<void()>> assign_all;
+    layer.for_each_parameter([&](std::string_view name, auto& parameter) {
+        using P = std::remove_cvref_t<decltype(parameter)>;
+        auto value = std::make_shared<P>(detail::tensor_loader<P>::load(file, std::string(prefix) + std::string(name)));
+        assign_all.push_back([&parameter, value] { parameter = std::move(*value); });
+    });
+    // Every parameter is read and checked: now assign them, which cannot throw (a Tensor's move
+    // assignment is noexcept).
+    for (const auto& assign : assign_all) assign();
+}
+
+template <HasParameters Layer>
+void load_parameters(Layer& layer, const std::filesystem::path& path, std::string_view prefix = "") {
+    load_parameters(layer, safetensors_file(path), prefix);
+}
+
+// Writes every parameter of `layer` under prefix + its name, as one safetensors file (the
+// parameters' bytes are written straight from the layer, not copied).
+template <HasParameters Layer>
+void save_parameters(const std::filesystem::path& path, const Layer& layer,
+                     const safetensors_metadata& metadata = {}, std::string_view prefix = "") {
+    std::vector<safetensors_view> views;
+    layer.for_each_parameter([&](std::string_view name, const auto& parameter) {
+        using T = typename std::remove_cvref_t<decltype(parameter)>::value_type;
+        const auto extents = parameter.extents();
+        views.push_back({std::string(prefix) + std::string(name),
+                         std::string(safetensors_dtype_name(dtype_of<T>())),
+                         std::vector<std::size_t>(extents.begin(), extents.end()),
+                         std::as_bytes(std::span<const T>(parameter.data(), parameter.size()))});
+    });
+    write_safetensors(path, views, metadata);
+}
+
+// ---- implementation ------------------------------------------------------------------------
+
+template <class T, Dim... Ds>
+Tensor<T, Ds...> safetensors_file::load(std::string_view name) const {
+    constexpr std::size_t rank = sizeof...(Ds);
+    const safetensors_info& entry = info(name);
+    const std::string_view wanted = safetensors_dtype_name(dtype_of<T>());
+    if (entry.dtype != wanted)
+        throw io_error("shaped::io::safetensors_file::load: " + where(name) + ": holds " + entry.dtype + ", but the tensor type's elements are " +
+                       std::string(wanted) + " (" + std::string(dtype_name(dtype_of<T>())) +
+                       "); no conversion is done");
+    if (entry.shape.size() != rank) {
+        std::string declared;
+        ((declared += (declared.empty() ? "" : ", ") + std::string(Ds::name.view())), ...);
+        std::string found;
+        for (const std::size_t extent : entry.shape) found += (found.empty() ? "" : ", ") + std::to_string(extent);
+        throw shape_error("shaped::io::safetensors_file::load: " + where(name) + ": has " + std::to_string(entry.shape.size()) + " dims (" + found +
+                          "), the tensor type declares " + std::to_string(rank) + " (" + declared + ")");
+    }
+    std::array<std::size_t, rank> extents{};
+    std::copy(entry.shape.begin(), entry.shape.end(), extents.begin());
+    shaped::detail::check_extents_fit("io::safetensors_file::load: " + where(name), dims<Ds...>{}, extents);
+    Tensor<T, Ds...> t{Shape<Ds...>(extents)};
+    read(name, std::as_writable_bytes(std::span<T>(t.data(), t.size())));
+    return t;
+}
+
+}  // namespace shaped::io
