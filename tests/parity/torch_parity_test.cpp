@@ -97,3 +97,22 @@ TEST_CASE("a fixture that does not fit the declared dims is refused", "[parity]"
     REQUIRE_THROWS_AS((shaped::io::load_npy<double, B, T, C>(fixture("x"))), shaped::io::io_error);
     REQUIRE_THROWS_AS((shaped::io::load_npy<float, B, T>(fixture("x"))), shaped::shape_error);
 }
+
+TEST_CASE("nanoGPT's CausalSelfAttention loaded from its state_dict as safetensors matches PyTorch", "[parity][safetensors]") {
+    using C12 = shaped::dim<"C", 12>;
+    using NH = shaped::dim<"NH", 3>;
+    using HS = shaped::dim<"HS", 4>;
+    using T5 = shaped::dim<"T", 5>;
+    const shaped::io::safetensors_file file(std::string(SHAPED_FIXTURE_DIR) + "/mha.safetensors");
+    // The state_dict holds nanoGPT's causal-mask buffer "bias" too, which the layer does not name.
+    REQUIRE(file.contains("bias"));
+    REQUIRE(file.metadata().at("format") == "pt");
+
+    shaped::nn::MultiHeadAttention<C12, NH, HS> attn;
+    shaped::io::load_parameters(attn, file);
+    const auto x = shaped::io::load_npy<float, B, T5, C12>(fixture("mha_x"));
+    require_close(attn(x), shaped::io::load_npy<float, B, T5, C12>(fixture("mha_y")));
+    // The same with the time extent known only at run time.
+    const auto x_dynamic = shaped::io::load_npy<float, B, Tdyn, C12>(fixture("mha_x"));
+    require_close(attn(x_dynamic), shaped::io::load_npy<float, B, Tdyn, C12>(fixture("mha_y")));
+}
