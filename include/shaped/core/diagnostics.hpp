@@ -195,6 +195,13 @@ struct cache_append_dims {
                   "(batch, heads, head size)");
 };
 
+// A layer's input (nn/): the first argument names the layer, then its channel dim and the input's dims.
+template <class... Shown>
+struct layer_input {
+    static_assert(sizeof...(Shown) == 0,
+                  "shaped::nn: the input must be (..., C), C the layer's channel dim; attention and Block take (B, T, C)");
+};
+
 template <class... Shown>
 struct attention_input {
     static_assert(sizeof...(Shown) == 0,

@@ -38,6 +38,7 @@ struct abs {};
 struct sigmoid {};
 struct relu {};
 struct square {};
+struct gelu {};  // x * Phi(x), Phi the standard normal CDF: torch.nn.GELU()'s exact (erf) form
 struct where {};        // where(condition, if_true, if_false)
 struct masked_fill {};  // masked_fill(tensor, mask, value): value where mask holds
 template <class To>
@@ -244,6 +245,7 @@ SHAPED_UNARY_FUNCTION(abs, abs)
 SHAPED_UNARY_FUNCTION(sigmoid, sigmoid)
 SHAPED_UNARY_FUNCTION(relu, relu)
 SHAPED_UNARY_FUNCTION(square, square)
+SHAPED_UNARY_FUNCTION(gelu, gelu)
 #undef SHAPED_UNARY_FUNCTION
 
 template <class To, Expression E>

@@ -1,10 +1,13 @@
 #pragma once
 // Reductions along one dim (sum, mean, max, min, var) and softmax / log_softmax along one dim.
 // The dim is named by position as PyTorch does (softmax<-1>) or by name (softmax<T>); a name
-// must occur exactly once in the tensor.
+// must occur exactly once in the tensor. layer_norm normalises along the last dim.
 
 #include <shaped/expr/expression.hpp>
 
+#include <cstddef>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace shaped {
@@ -17,6 +20,7 @@ struct min {};
 struct var {};  // unbiased, as torch.var
 struct softmax {};
 struct log_softmax {};
+struct layer_norm {};
 }  // namespace op
 
 
@@ -66,6 +70,80 @@ public:
 private:
     E operand_;
 };
+
+// layer_norm of E over its last dim, D: each row of D elements less its mean, over the square
+// root of its biased variance plus eps, times W, plus Bi (W and Bi of dims (D); Bi may be
+// std::nullptr_t, no bias). The dims are E's.
+template <class E, class W, class Bi>
+class layer_norm_node : public expression_base {
+public:
+    using value_type = value_type_of<E>;
+    using dims_type = dims_of<E>;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = dims_type::rank;
+    static constexpr bool has_bias = !std::is_null_pointer_v<Bi>;
+
+    template <class A, class WA, class BA>
+    layer_norm_node(A&& a, WA&& weight, BA&& bias, double eps)
+        : operand_(std::forward<A>(a)), weight_(std::forward<WA>(weight)), bias_(std::forward<BA>(bias)), eps_(eps) {}
+
+    auto extents() const { return operand_.extents(); }
+    const E& operand() const { return operand_; }
+    const W& weight() const { return weight_; }
+    const Bi& bias() const { return bias_; }
+    double eps() const { return eps_; }
+
+private:
+    E operand_;
+    W weight_;
+    Bi bias_;
+    double eps_;
+};
+
+namespace detail {
+// weight or bias of layer_norm: one dim, meeting x's last.
+template <class X, class P>
+inline constexpr bool fits_last_dim = [] {
+    if constexpr (rank_of<X> == 0 || rank_of<P> != 1) return false;
+    else return can_meet<dim_at<0, dims_of<P>>, dim_at<rank_of<X> - 1, dims_of<X>>>;
+}();
+
+template <class X, class P>
+void check_last_dim(std::string_view role, const X& x, const P& p) {
+    using D = dim_at<rank_of<X> - 1, dims_of<X>>;
+    using PD = dim_at<0, dims_of<P>>;
+    const std::size_t have = x.extents()[rank_of<X> - 1], want = p.extents()[0];
+    if (have != want) throw_dims_do_not_meet("layer_norm", "input's", D::name.view(), have, role, PD::name.view(), want);
+}
+}  // namespace detail
+
+// torch.nn.functional.layer_norm(x, (D,), weight, bias, eps) over x's last dim D: weight and
+// bias are (D). Lazy, as every operation; it runs as one row kernel when assigned.
+template <Expression X, Expression W, Expression Bi>
+auto layer_norm(X&& x, W&& weight, Bi&& bias, double eps = 1e-5) {
+    if constexpr (!detail::fits_last_dim<X, W> || !detail::fits_last_dim<X, Bi>) {
+        using P = std::conditional_t<detail::fits_last_dim<X, W>, Bi, W>;
+        (void)diag::broadcast_dims<op::layer_norm, diag::show_dims<dims_of<X>>, diag::show_dims<dims_of<P>>>{};
+        return diag::failed{};
+    } else {
+        detail::check_last_dim("weight's", x, weight);
+        detail::check_last_dim("bias's", x, bias);
+        return layer_norm_node<operand_t<X&&>, operand_t<W&&>, operand_t<Bi&&>>(
+            std::forward<X>(x), std::forward<W>(weight), std::forward<Bi>(bias), eps);
+    }
+}
+// Without a bias (nanoGPT's LayerNorm with bias=False).
+template <Expression X, Expression W>
+auto layer_norm(X&& x, W&& weight, std::nullptr_t, double eps = 1e-5) {
+    if constexpr (!detail::fits_last_dim<X, W>) {
+        (void)diag::broadcast_dims<op::layer_norm, diag::show_dims<dims_of<X>>, diag::show_dims<dims_of<W>>>{};
+        return diag::failed{};
+    } else {
+        detail::check_last_dim("weight's", x, weight);
+        return layer_norm_node<operand_t<X&&>, operand_t<W&&>, std::nullptr_t>(std::forward<X>(x),
+                                                                              std::forward<W>(weight), nullptr, eps);
+    }
+}
 
 namespace detail {
 template <class Op, std::size_t Axis, class E>

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace shaped::kernels {
 
@@ -218,6 +219,11 @@ inline constexpr bool is_triangle = false;
 template <class E, bool Upper>
 inline constexpr bool is_triangle<triangle_node<E, Upper>> = true;
 
+template <class T>
+inline constexpr bool is_layer_norm = false;
+template <class E, class W, class Bi>
+inline constexpr bool is_layer_norm<layer_norm_node<E, W, Bi>> = true;
+
 // Whether an expression reads bool elements from memory: a mask stored in a Tensor or View.
 template <class E>
 inline constexpr bool reads_bool_storage = Strided<E> && std::is_same_v<value_type_of<E>, bool>;
@@ -236,6 +242,10 @@ bool must_evaluate_aside(const Target& target, const Source& source) {
         return must_evaluate_aside(target, scaled_matmul<Source>::product(source));
     } else if constexpr (requires { source.lhs(); }) {  // matmul writes while it reads
         return overlap_of(source.lhs(), probe) != overlap::none || overlap_of(source.rhs(), probe) != overlap::none;
+    } else if constexpr (is_layer_norm<Source>) {  // rows may run in place; weight and bias are read throughout
+        bool apart = overlap_of(source.weight(), probe) == overlap::none;
+        if constexpr (Source::has_bias) apart = apart && overlap_of(source.bias(), probe) == overlap::none;
+        return !apart || overlap_of(source.operand(), probe) == overlap::unsafe;
     } else if constexpr (requires { Source::axis; }) {  // softmax rows may run in place; reductions not
         const overlap o = overlap_of(source.operand(), probe);
         return requires { Source::log; } ? o == overlap::unsafe : o != overlap::none;
@@ -284,6 +294,59 @@ void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s) {
         xt::noalias(writable(target)) = e / total;
     }
     (void)sizeof(T);
+}
+
+// A layer norm's weight or bias as n contiguous elements of T: read in place where they are
+// stored so, else copied once.
+template <class T, class P>
+struct contiguous_row {
+    explicit contiguous_row(const P& p) {
+        if constexpr (Strided<P> && std::is_same_v<std::remove_const_t<value_type_of<P>>, T>) {
+            if (p.strides()[0] == 1) {
+                data = p.data();
+                return;
+            }
+        }
+        copy.emplace(p);
+        data = copy->data();
+    }
+    // data may point into copy, which a move would take along.
+    contiguous_row(const contiguous_row&) = delete;
+    contiguous_row& operator=(const contiguous_row&) = delete;
+    std::optional<tensor_for<T, dims_of<P>>> copy;
+    const T* data = nullptr;
+};
+
+// The row kernel over the target's rows: straight from the operand where it is stored
+// contiguously, else the operand is evaluated into the target (or aside, for a strided target)
+// and normalised there in place.
+template <class Target, class E, class W, class Bi>
+void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi>& node) {
+    using T = value_type_of<Target>;
+    const std::size_t n = target.extents()[rank_of<Target> - 1];
+    const std::size_t rows = n ? target.size() / n : 0;
+    const contiguous_row<T, std::remove_cvref_t<W>> weight(node.weight());
+    const auto bias_row = [&] {
+        if constexpr (layer_norm_node<E, W, Bi>::has_bias) return contiguous_row<T, std::remove_cvref_t<Bi>>(node.bias());
+        else return nullptr;
+    }();
+    const T* bias = nullptr;
+    if constexpr (layer_norm_node<E, W, Bi>::has_bias) bias = bias_row.data;
+    const auto run = [&](const T* in, T* out) {
+        layer_norm_rows(in, static_cast<std::ptrdiff_t>(n), out, static_cast<std::ptrdiff_t>(n), rows, n, weight.data,
+                        bias, node.eps());
+    };
+    if constexpr (Strided<std::remove_cvref_t<E>> && std::is_same_v<std::remove_const_t<value_type_of<E>>, T>) {
+        const auto& src = node.operand();
+        if (src.is_contiguous() && target.is_contiguous()) return run(src.data(), target.data());
+    }
+    if (target.is_contiguous()) {
+        assign(target, node.operand());
+        return run(target.data(), target.data());
+    }
+    auto aside = tensor_for<T, dims_of<Target>>(node.operand());
+    run(aside.data(), aside.data());
+    assign(target, aside);
 }
 
 template <class Target, class Op, std::size_t Axis, class E>
@@ -398,6 +461,8 @@ void assign(Target& target, const Source& source) {
         return assign_attention(target, source);
     } else if constexpr (detail::is_softmax<Source>) {
         return detail::softmax_into(target, source);
+    } else if constexpr (detail::is_layer_norm<Source>) {
+        return detail::layer_norm_into(target, source);
     } else if constexpr (detail::is_reduce<Source>) {
         return detail::reduce_into(target, source);
     } else if constexpr (detail::is_triangle<Source>) {

@@ -11,6 +11,9 @@
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xstrided_view.hpp>
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>
 
 #include <tuple>
 #include <utility>
@@ -39,6 +42,8 @@ template <class E, bool Upper>
 auto lower(const triangle_node<E, Upper>& t);
 template <class Q, class K, class V>
 auto lower(const attention_node<Q, K, V>& a);
+template <class E, class W, class Bi>
+auto lower(const layer_norm_node<E, W, Bi>& n);
 template <class Op, class... Es>
 auto lower(const elementwise<Op, Es...>& e);
 
@@ -101,6 +106,10 @@ template <class Q, class K, class V>
 auto lower(const attention_node<Q, K, V>& a) {
     return lower_by_evaluating(a);
 }
+template <class E, class W, class Bi>
+auto lower(const layer_norm_node<E, W, Bi>& n) {
+    return lower_by_evaluating(n);
+}
 
 // ---- elementwise ---------------------------------------------------------------------------
 
@@ -154,6 +163,30 @@ SHAPED_LOWER_UNARY(sigmoid, 1 / (1 + xt::exp(-std::forward<A>(a))))
 SHAPED_LOWER_UNARY(relu, xt::maximum(std::forward<A>(a), 0))
 SHAPED_LOWER_UNARY(square, xt::square(std::forward<A>(a)))
 #undef SHAPED_LOWER_UNARY
+
+// GELU, 0.5 x (1 + erf(x / sqrt 2)), as one xtensor functor that reads each element once, with
+// its xsimd form (xsimd::erf) for vectorised assignment. Constants are in the element type: a
+// double constant would widen a float expression and lose the vectorisation.
+struct gelu_fun {
+    template <class A>
+    A operator()(const A& a) const {
+        using std::erf;
+        return A(0.5) * a * (A(1) + erf(a * A(0.70710678118654752440)));
+    }
+    template <class Batch>
+    Batch simd_apply(const Batch& b) const {
+        using A = typename Batch::value_type;
+        return A(0.5) * b * (A(1) + xsimd::erf(b * A(0.70710678118654752440)));
+    }
+};
+
+template <>
+struct apply<op::gelu> {
+    template <class A>
+    static auto on(A&& a) {
+        return xt::detail::make_xfunction<gelu_fun>(std::forward<A>(a));
+    }
+};
 
 template <>
 struct apply<op::masked_fill> {

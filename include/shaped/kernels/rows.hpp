@@ -1,6 +1,6 @@
 #pragma once
-// Row kernels, compiled once in src/reduce.cpp: softmax over contiguous rows, and whole-array
-// statistics accumulated in double (torch accumulates float sums in wider types too).
+// Row kernels, compiled once in src/reduce.cpp: softmax and layer norm over contiguous rows, and
+// whole-array statistics accumulated in double (torch accumulates float sums in wider types too).
 
 #include <cstddef>
 
@@ -12,6 +12,14 @@ void softmax_rows(const float* in, std::ptrdiff_t in_stride, float* out, std::pt
                   std::size_t rows, std::size_t n, bool log);
 void softmax_rows(const double* in, std::ptrdiff_t in_stride, double* out, std::ptrdiff_t out_stride,
                   std::size_t rows, std::size_t n, bool log);
+
+// out[r, :] = (in[r, :] - mean) / sqrt(var + eps) * weight + bias, mean and var (biased) over the
+// row's n elements, as torch.nn.functional.layer_norm over the last dim. weight and bias are n
+// contiguous elements; bias may be null (no bias). in and out may be the same rows.
+void layer_norm_rows(const float* in, std::ptrdiff_t in_stride, float* out, std::ptrdiff_t out_stride,
+                     std::size_t rows, std::size_t n, const float* weight, const float* bias, double eps);
+void layer_norm_rows(const double* in, std::ptrdiff_t in_stride, double* out, std::ptrdiff_t out_stride,
+                     std::size_t rows, std::size_t n, const double* weight, const double* bias, double eps);
 
 struct moments {
     double sum;

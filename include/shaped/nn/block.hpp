@@ -1,0 +1,92 @@
+#pragma once
+// nn::Block<C, NH, HS, Bias>: nanoGPT's Block, one decoder layer of a GPT, pre-LN:
+//
+//   x = x + attn(ln_1(x))     communication: attention is the only layer that mixes positions
+//   x = x + mlp(ln_2(x))      computation: each position on its own
+//
+// Like the attention layers it runs two ways, block(x) the full causal forward and
+// block(x, cache) decoding with its attention's KV cache (cache_type), so that a stack of
+// blocks, each with its own cache, decodes token by token; both give the same numbers for the
+// same positions. The output is one buffer: attention's result becomes it, x is added in place,
+// and the MLP's output projection accumulates onto it.
+
+#include <shaped/nn/attention.hpp>
+#include <shaped/nn/layer_norm.hpp>
+#include <shaped/nn/mlp.hpp>
+
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+namespace shaped::op {
+struct block {};
+}  // namespace shaped::op
+
+namespace shaped::nn {
+
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true>
+class Block {
+public:
+    using channel_dim = C;
+    using heads_dim = NH;
+    using head_size_dim = HS;
+    using attention_type = MultiHeadAttention<C, NH, HS, Bias>;
+    using mlp_type = MLP<C, mlp_hidden<C>, Bias>;
+    // The cache this block decodes with, its attention's: keys and values (B, NH, S, HS).
+    template <StaticDim B, StaticDim S>
+    using cache_type = typename attention_type::template cache_type<B, S>;
+
+    // Parameters zero-filled, to be loaded.
+    Block() = default;
+    // PyTorch's initialisation, for ln_1, attn, ln_2 and mlp in that order.
+    explicit Block(Generator& gen) : ln_1(gen), attn(gen), ln_2(gen), mlp(gen) {}
+
+    // The full causal forward: x (B, T, C) -> (B, T, C).
+    template <Expression X>
+    auto operator()(const X& x) const {
+        // The checks are written here, in the function the user calls, so that a misuse is one error.
+        if constexpr (!detail::input_fits<C, X>) {
+            (void)diag::layer_input<op::block, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+            return diag::failed{};
+        } else {
+            Tensor<float, dim_at<0, dims_of<X>>, dim_at<1, dims_of<X>>, C> out = attn(ln_1(x));
+            residual(out, x);
+            return out;
+        }
+    }
+
+    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
+    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x; the
+    // output at its padding positions is 0.
+    template <Expression X, KeyValueCache Cache>
+    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
+        using misfit = detail::cache_misfit_t<op::block, X, Cache, HS, NH>;
+        if constexpr (!detail::input_fits<C, X>) {
+            (void)diag::layer_input<op::block, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+            return diag::failed{};
+        } else if constexpr (!std::is_void_v<misfit>) {
+            (void)misfit{};
+            return diag::failed{};
+        } else {
+            Tensor<float, dim_at<0, dims_of<X>>, dim_at<1, dims_of<X>>, C> out = attn(ln_1(x), cache, counts);
+            residual(out, x);
+            if (counts) detail::zero_padding(out, *counts);
+            return out;
+        }
+    }
+
+    LayerNorm<C, Bias> ln_1;
+    attention_type attn;
+    LayerNorm<C, Bias> ln_2;
+    mlp_type mlp;
+
+private:
+    // out holds attn(ln_1(x)): x + out, then the MLP's half, both in place.
+    template <class Out, class X>
+    void residual(Out& out, const X& x) const {
+        out = out + x;
+        mlp.add_to(out, ln_2(out));
+    }
+};
+
+}  // namespace shaped::nn

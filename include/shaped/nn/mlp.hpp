@@ -1,0 +1,80 @@
+#pragma once
+// nn::MLP<C, Hidden, Bias>: nanoGPT's MLP, the position-wise half of a transformer block:
+// c_fc (C -> Hidden, 4C by default), GELU (the exact, erf form, as torch.nn.GELU()), c_proj
+// (Hidden -> C). Each position is transformed on its own; nothing mixes positions. (nanoGPT's
+// dropout is the identity in evaluation and is left out.)
+//
+// layer(x) runs c_fc as one GEMM with its bias accumulated, GELU in place over the hidden
+// activations (one vectorised pass), and c_proj as one GEMM: the hidden activations are the
+// only buffer besides the output.
+
+#include <shaped/nn/layer_norm.hpp>
+#include <shaped/nn/linear.hpp>
+
+#include <string_view>
+#include <utility>
+
+namespace shaped::op {
+struct mlp {};
+}  // namespace shaped::op
+
+namespace shaped::nn {
+
+// nanoGPT's hidden width, 4 x n_embd.
+template <StaticDim C>
+using mlp_hidden = dim<"FF", 4 * C::extent>;
+
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias>
+class Block;
+
+template <StaticDim C, StaticDim Hidden = mlp_hidden<C>, bool Bias = true>
+class MLP {
+public:
+    using channel_dim = C;
+    using hidden_dim = Hidden;
+    static constexpr bool has_bias = Bias;
+
+    // Parameters zero-filled, to be loaded.
+    MLP() = default;
+    // PyTorch's initialisation, drawn for c_fc, then c_proj.
+    explicit MLP(Generator& gen) : c_fc(gen), c_proj(gen) {}
+
+    // x (..., C) -> (..., C).
+    template <Expression X>
+    auto operator()(const X& x) const {
+        // The check is written here, in the function the user calls, so that a misuse is one error.
+        if constexpr (!detail::last_dim_fits<C, X>) {
+            (void)diag::layer_input<op::mlp, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+            return diag::failed{};
+        } else {
+            auto h = hidden(x);
+            return tensor_for<float, replace_at<rank_of<X> - 1, C, dims_of<X>>>(c_proj(h));
+        }
+    }
+
+    Linear<C, Hidden, Bias> c_fc;
+    Linear<Hidden, C, Bias> c_proj;
+
+private:
+    template <StaticDim, StaticDim, StaticDim, bool>
+    friend class Block;
+
+    // gelu(c_fc(x)), (..., Hidden).
+    template <class X>
+    auto hidden(const X& x) const {
+        tensor_for<float, replace_at<rank_of<X> - 1, Hidden, dims_of<X>>> h = c_fc(x);
+        h = gelu(h);
+        return h;
+    }
+
+    // out += mlp(x), x and out (..., C) of the same extents: a residual connection, with c_proj's
+    // GEMM accumulating onto out (its bias added first), so that the product needs no buffer.
+    template <class Out, class X>
+    void add_to(Out& out, const X& x) const {
+        const auto h = hidden(x);
+        if constexpr (Bias) out = out + c_proj.bias;
+        kernels::matmul_into(out, h, c_proj.weight.mT(), 1.0f, 1.0f);
+    }
+};
+
+}  // namespace shaped::nn
