@@ -9,6 +9,10 @@
 
 #include <cmath>
 #include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -329,5 +333,39 @@ TEST_CASE("a stack of two blocks decodes token by token as it runs in full", "[b
     for (std::size_t pos = 0; pos < total; ++pos) {
         const auto y = second(first(shaped::slice<Td>(x, pos, pos + 1), cache_1), cache_2);
         require_rows_match(y, full, pos);
+    }
+}
+
+TEST_CASE("LayerNorm, MLP and Block name their parameters as nanoGPT's state_dict does", "[block][io]") {
+    const auto names = [](auto& layer) {
+        std::vector<std::string> out;
+        layer.for_each_parameter([&](std::string_view name, auto&) { out.emplace_back(name); });
+        return out;
+    };
+    shaped::nn::LayerNorm<C> ln;
+    CHECK(names(ln) == std::vector<std::string>{"weight", "bias"});
+    const shaped::nn::LayerNorm<C, false> ln_plain;
+    CHECK(names(ln_plain) == std::vector<std::string>{"weight"});
+    Mlp mlp;
+    CHECK(names(mlp) == std::vector<std::string>{"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"});
+    const Block block;
+    CHECK(names(block) == std::vector<std::string>{"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                                                   "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                                                   "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight",
+                                                   "mlp.c_proj.bias"});
+    const shaped::nn::Block<C, NH, HS, false> plain;
+    CHECK(names(plain) == std::vector<std::string>{"ln_1.weight", "attn.c_attn.weight", "attn.c_proj.weight",
+                                                   "ln_2.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"});
+
+    SECTION("a block saved and loaded back computes the same") {
+        const Block source = random_block(61);
+        const auto path = std::filesystem::temp_directory_path() / "shaped_block_test.safetensors";
+        shaped::io::save_parameters(path, source, {}, "transformer.h.0.");
+        Block loaded;
+        shaped::io::load_parameters(loaded, path, "transformer.h.0.");
+        std::filesystem::remove(path);
+        shaped::Generator gen(62);
+        const auto x = shaped::randn<float, B, Td, C>(gen, Td{6});
+        REQUIRE(ref::values(loaded(x)) == ref::values(source(x)));
     }
 }

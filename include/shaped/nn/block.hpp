@@ -75,12 +75,27 @@ public:
         }
     }
 
+    // Calls f(name, parameter) for each parameter, named as nanoGPT's Block's state_dict names
+    // them: "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", ..., "ln_2.", "mlp.c_fc.weight", ...
+    template <class F>
+    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
+    template <class F>
+    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
+
     LayerNorm<C, Bias> ln_1;
     attention_type attn;
     LayerNorm<C, Bias> ln_2;
     mlp_type mlp;
 
 private:
+    template <class Self, class F>
+    static void visit_parameters(Self& self, F& f) {
+        self.ln_1.for_each_parameter(detail::prefixed("ln_1.", f));
+        self.attn.for_each_parameter(detail::prefixed("attn.", f));
+        self.ln_2.for_each_parameter(detail::prefixed("ln_2.", f));
+        self.mlp.for_each_parameter(detail::prefixed("mlp.", f));
+    }
+
     // out holds attn(ln_1(x)): x + out, then the MLP's half, both in place.
     template <class Out, class X>
     void residual(Out& out, const X& x) const {

@@ -52,10 +52,23 @@ public:
         }
     }
 
+    // Calls f(name, parameter) for each parameter, named as nanoGPT's MLP's state_dict names them:
+    // "c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias" (the biases only with Bias).
+    template <class F>
+    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
+    template <class F>
+    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
+
     Linear<C, Hidden, Bias> c_fc;
     Linear<Hidden, C, Bias> c_proj;
 
 private:
+    template <class Self, class F>
+    static void visit_parameters(Self& self, F& f) {
+        self.c_fc.for_each_parameter(detail::prefixed("c_fc.", f));
+        self.c_proj.for_each_parameter(detail::prefixed("c_proj.", f));
+    }
+
     template <StaticDim, StaticDim, StaticDim, bool>
     friend class Block;
 
