@@ -203,12 +203,6 @@ struct layer_input {
 };
 
 template <class... Shown>
-struct attention_input {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the input must be (B, T, C), C the layer's channel dim");
-};
-
-template <class... Shown>
 struct attention_heads_product {
     static_assert(sizeof...(Shown) == 0,
                   "shaped::nn::MultiHeadAttention: heads x head size must equal the channel dim");

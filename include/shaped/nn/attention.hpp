@@ -252,7 +252,7 @@ template <Expression X>
 auto Head<C, H>::operator()(const X& x) const {
     // The checks are written here, in the function the user calls, so that a misuse is one error.
     if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::attention_input<op::attention_head, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+        (void)diag::layer_input<op::attention_head, diag::show<C>, diag::show_dims<dims_of<X>>>{};
         return diag::failed{};
     } else {
         using B = dim_at<0, dims_of<X>>;
@@ -269,7 +269,7 @@ template <Expression X, KeyValueCache Cache>
 auto Head<C, H>::operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts) const {
     using misfit = detail::cache_misfit_t<op::attention_head, X, Cache, H>;
     if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::attention_input<op::attention_head, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+        (void)diag::layer_input<op::attention_head, diag::show<C>, diag::show_dims<dims_of<X>>>{};
         return diag::failed{};
     } else if constexpr (!std::is_void_v<misfit>) {
         (void)misfit{};
@@ -295,7 +295,7 @@ template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias>
 template <Expression X>
 auto MultiHeadAttention<C, NH, HS, Bias>::operator()(const X& x) const {
     if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::attention_input<op::multi_head_attention, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+        (void)diag::layer_input<op::multi_head_attention, diag::show<C>, diag::show_dims<dims_of<X>>>{};
         return diag::failed{};
     } else {
         using B = dim_at<0, dims_of<X>>;
@@ -314,7 +314,7 @@ auto MultiHeadAttention<C, NH, HS, Bias>::operator()(const X& x, Cache& cache,
                                                      std::optional<typename Cache::lengths_type> counts) const {
     using misfit = detail::cache_misfit_t<op::multi_head_attention, X, Cache, HS, NH>;
     if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::attention_input<op::multi_head_attention, diag::show<C>, diag::show_dims<dims_of<X>>>{};
+        (void)diag::layer_input<op::multi_head_attention, diag::show<C>, diag::show_dims<dims_of<X>>>{};
         return diag::failed{};
     } else if constexpr (!std::is_void_v<misfit>) {
         (void)misfit{};
