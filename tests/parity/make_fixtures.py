@@ -13,6 +13,10 @@ A nanoGPT CausalSelfAttention (C=12, 3 heads, with bias) is drawn apart, from
 torch.manual_seed(MHA_SEED): its state_dict is written as a .safetensors file (the format
 written with struct and json, as the reference implementation lays it out), with an input and
 torch's output as .npy files. `--only NAME...` writes just the named fixture files.
+
+A nanoGPT Block (the same attention, LayerNorms, a 4C MLP with exact GELU) is drawn apart too,
+from torch.manual_seed(BLOCK_SEED), its LayerNorms' weights and biases drawn after the default
+init (ones and zeros would not show a swapped name): block.safetensors, block_x.npy, block_y.npy.
 """
 
 import argparse
@@ -37,6 +41,7 @@ SHARPEN = 6  # section 2 multiplies the logits by this to show softmax saturatin
 MHA_SEED = 2024
 MHA_B, MHA_T, MHA_C, MHA_HEADS = 2, 5, 12, 3
 MHA_BLOCK_SIZE = 8  # nanoGPT's block_size: the extent of its causal-mask buffer
+BLOCK_SEED = 4242
 
 
 def causal_attention(q, k, v, scale):
@@ -78,6 +83,47 @@ class CausalSelfAttention(nn.Module):
         return self.c_proj(y)
 
 
+class LayerNorm(nn.Module):
+    """nanoGPT's LayerNorm: torch's, with an optional bias."""
+
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class MLP(nn.Module):
+    """nanoGPT's MLP without dropout."""
+
+    def __init__(self, n_embd, bias=True):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    """nanoGPT's Block: pre-LN attention, then the MLP, each added to the residual stream."""
+
+    def __init__(self, n_embd, n_head, block_size, bias=True):
+        super().__init__()
+        self.ln_1 = LayerNorm(n_embd, bias=bias)
+        self.attn = CausalSelfAttention(n_embd, n_head, block_size, bias=bias)
+        self.ln_2 = LayerNorm(n_embd, bias=bias)
+        self.mlp = MLP(n_embd, bias=bias)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
 SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
 
 
@@ -107,6 +153,17 @@ def compute_attention():
     attn = CausalSelfAttention(MHA_C, MHA_HEADS, MHA_BLOCK_SIZE).eval()
     x = torch.randn(MHA_B, MHA_T, MHA_C)
     return attn.state_dict(), {"mha_x": x, "mha_y": attn(x)}
+
+
+def compute_block():
+    """A nanoGPT Block's state_dict, an input, and torch's output."""
+    torch.manual_seed(BLOCK_SEED)
+    block = Block(MHA_C, MHA_HEADS, MHA_BLOCK_SIZE).eval()
+    for ln in (block.ln_1, block.ln_2):
+        ln.weight.copy_(1 + 0.5 * torch.randn(MHA_C))
+        ln.bias.copy_(0.5 * torch.randn(MHA_C))
+    x = torch.randn(MHA_B, MHA_T, MHA_C)
+    return block.state_dict(), {"block_x": x, "block_y": block(x)}
 
 
 def compute():
@@ -163,7 +220,9 @@ def main():
     with torch.no_grad():
         fixtures = compute()
         state_dict, attention_fixtures = compute_attention()
+        block_state_dict, block_fixtures = compute_block()
     fixtures.update(attention_fixtures)
+    fixtures.update(block_fixtures)
     print(f"torch {torch.__version__}, numpy {np.__version__}, seed {SEED} -> {FIXTURES}")
     for name, tensor in fixtures.items():
         if not wanted(f"{name}.npy"):
@@ -174,6 +233,9 @@ def main():
     if wanted("mha.safetensors"):
         save_safetensors(FIXTURES / "mha.safetensors", state_dict, {"format": "pt"})
         print(f"  mha.safetensors    {', '.join(f'{k} {tuple(v.shape)}' for k, v in state_dict.items())}")
+    if wanted("block.safetensors"):
+        save_safetensors(FIXTURES / "block.safetensors", block_state_dict, {"format": "pt"})
+        print(f"  block.safetensors  {', '.join(f'{k} {tuple(v.shape)}' for k, v in block_state_dict.items())}")
     if args.only is not None:
         return
     torch.set_printoptions(precision=4)

@@ -116,3 +116,28 @@ TEST_CASE("nanoGPT's CausalSelfAttention loaded from its state_dict as safetenso
     const auto x_dynamic = shaped::io::load_npy<float, B, Tdyn, C12>(fixture("mha_x"));
     require_close(attn(x_dynamic), shaped::io::load_npy<float, B, Tdyn, C12>(fixture("mha_y")));
 }
+
+TEST_CASE("nanoGPT's Block loaded from its state_dict as safetensors matches PyTorch", "[parity][safetensors][block]") {
+    using C12 = shaped::dim<"C", 12>;
+    using NH = shaped::dim<"NH", 3>;
+    using HS = shaped::dim<"HS", 4>;
+    using T5 = shaped::dim<"T", 5>;
+    using Block = shaped::nn::Block<C12, NH, HS>;
+    const shaped::io::safetensors_file file(std::string(SHAPED_FIXTURE_DIR) + "/block.safetensors");
+    Block block;
+    shaped::io::load_parameters(block, file);
+    const auto x = shaped::io::load_npy<float, B, T5, C12>(fixture("block_x"));
+    const auto y = shaped::io::load_npy<float, B, T5, C12>(fixture("block_y"));
+    require_close(block(x), y);
+    // Decoding token by token with the block's cache gives torch's full forward too.
+    const auto x_dynamic = shaped::io::load_npy<float, B, Tdyn, C12>(fixture("block_x"));
+    Block::cache_type<B, shaped::dim<"S", 8>> cache;
+    for (std::size_t t = 0; t < 5; ++t) {
+        const auto step = block(shaped::slice<Tdyn>(x_dynamic, t, t + 1), cache);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t c = 0; c < 12; ++c) {
+                INFO("batch row " << b << ", position " << t << ", channel " << c);
+                REQUIRE(std::abs(step(b, 0, c) - y(b, t, c)) <= 1e-5f);
+            }
+    }
+}
