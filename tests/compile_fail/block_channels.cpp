@@ -1,5 +1,5 @@
 // Rule: a Block's input is (B, T, C), C its channel dim; C(8) cannot feed a Block<C(12), ...>.
-// expect-error: shaped::nn: the input must be \(\.\.\., C\), C the layer's channel dim; attention and Block take \(B, T, C\)
+// expect-error: shaped::nn: the input must be \(\.\.\., C\), C the layer's channel dim
 // expect-error: layer_input<shaped::op::block, .*name<'C'>, 12>, .*dims<.*name<'B'>, 2>, .*name<'T'>, 4>, .*name<'C'>, 8>
 #include <shaped/shaped.hpp>
 

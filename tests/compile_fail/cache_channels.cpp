@@ -1,5 +1,5 @@
 // Rule: a decoded token has the layer's channel dim; C(8) cannot feed a Head<C(6), H>.
-// expect-error: shaped::nn: the input must be \(\.\.\., C\), C the layer's channel dim; attention and Block take \(B, T, C\)
+// expect-error: shaped::nn: the input must be \(\.\.\., C\), C the layer's channel dim
 // expect-error: layer_input<shaped::op::attention_head, .*name<'C'>, 6>, .*dims<.*name<'B'>, 2>, .*name<'T'>, 1>, .*name<'C'>, 8>
 #include <shaped/shaped.hpp>
 
