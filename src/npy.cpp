@@ -31,13 +31,10 @@ namespace {
 constexpr std::array<unsigned char, 6> magic_string = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr std::size_t array_align = 64;             // numpy aligns the data to this many bytes
 constexpr std::size_t growth_axis_max_digits = 21;  // numpy's spare room for growing the shape
-constexpr std::size_t header_excerpt_limit = 120;
 
-[[noreturn]] void fail(std::string_view context, std::string_view problem) {
-    std::string message{context};
-    message += problem;
-    throw io_error(message);
-}
+using detail::checked_byte_count;
+using detail::fail_io;
+using detail::printable_excerpt;
 
 // Python's repr of a tuple of ints, which is both how the header spells a shape and how
 // messages show one: "()", "(5,)", "(2, 3)".
@@ -50,39 +47,6 @@ std::string format_shape(std::span<const std::size_t> shape) {
     if (shape.size() == 1) text += ',';
     text += ')';
     return text;
-}
-
-// Header bytes come from the file, so they are shown with anything unprintable escaped.
-std::string printable_excerpt(std::string_view text) {
-    std::string shown;
-    for (std::size_t i = 0; i < text.size() && i < header_excerpt_limit; ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c == '\n') {
-            shown += "\\n";
-        } else if (c >= 0x20 && c < 0x7f) {
-            shown += static_cast<char>(c);
-        } else {
-            constexpr char hex[] = "0123456789abcdef";
-            shown += "\\x";
-            shown += hex[c >> 4];
-            shown += hex[c & 0xf];
-        }
-    }
-    if (text.size() > header_excerpt_limit) shown += "...";
-    return shown;
-}
-
-// The product of the extents times the element size, or nothing if it does not fit in size_t.
-// Any zero extent makes the array empty, however large the others are.
-std::optional<std::size_t> checked_byte_count(std::span<const std::size_t> shape,
-                                              std::size_t item_size) {
-    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
-    std::size_t total = item_size;
-    for (const std::size_t extent : shape) {
-        if (total > std::numeric_limits<std::size_t>::max() / extent) return std::nullopt;
-        total *= extent;
-    }
-    return total;
 }
 
 struct header_fields {
@@ -109,7 +73,7 @@ public:
                 if (fields.descr) malformed("duplicate key 'descr'");
                 skip_space();
                 if (peek() == '[') {
-                    fail(context_,
+                    fail_io(context_,
                          "unsupported dtype: structured (record) dtypes are not supported; "
                          "supported: float32, float64, int32, int64, uint8, bool");
                 }
@@ -138,7 +102,7 @@ public:
 
 private:
     [[noreturn]] void malformed(const std::string& problem) const {
-        fail(context_, "malformed header: " + problem + " (at byte " + std::to_string(pos_) +
+        fail_io(context_, "malformed header: " + problem + " (at byte " + std::to_string(pos_) +
                            " of header \"" + printable_excerpt(text_) + "\")");
     }
 
@@ -270,7 +234,7 @@ file_dtype decode_descr(const std::string& descr, std::string_view context) {
             return {candidate.type, size > 1 && !file_is_native};
         }
     }
-    fail(context, "unsupported dtype '" + printable_excerpt(text) +
+    fail_io(context, "unsupported dtype '" + printable_excerpt(text) +
                       "'; supported: float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), "
                       "int64 ('<i8'), uint8 ('|u1'), bool ('|b1'), in either byte order");
 }
@@ -295,7 +259,7 @@ std::vector<std::byte> fortran_to_c_order(std::span<const std::byte> fortran_dat
         fortran_stride[k] = stride;
         stride *= shape[k];
     }
-    std::vector<std::size_t> index(shape.size(), 0);
+    std::vector<std::size_t> index(shape.size());
     std::size_t source = 0;
     for (std::size_t target = 0; target < count; ++target) {
         std::memcpy(c_data.data() + target * item_size, fortran_data.data() + source * item_size,
@@ -322,33 +286,33 @@ std::uint32_t read_little_endian(std::span<const std::byte> bytes) {
 
 npy_array parse_with_context(std::span<const std::byte> bytes, std::string_view context) {
     const std::size_t magic_size = magic_string.size();
-    if (bytes.empty()) fail(context, "empty input, expected a .npy file");
+    if (bytes.empty()) fail_io(context, "empty input, expected a .npy file");
     const std::size_t compared = std::min(bytes.size(), magic_size);
     for (std::size_t i = 0; i < compared; ++i) {
         if (std::to_integer<unsigned char>(bytes[i]) != magic_string[i]) {
-            fail(context,
+            fail_io(context,
                  "bad magic string: not a .npy file (expected it to start with \\x93NUMPY)");
         }
     }
     if (bytes.size() < magic_size + 2) {
-        fail(context, "truncated preamble: ends before the format version");
+        fail_io(context, "truncated preamble: ends before the format version");
     }
 
     const auto major = std::to_integer<unsigned>(bytes[magic_size]);
     const auto minor = std::to_integer<unsigned>(bytes[magic_size + 1]);
     if (major < 1 || major > 3 || minor != 0) {
-        fail(context, "unsupported .npy format version " + std::to_string(major) + "." +
+        fail_io(context, "unsupported .npy format version " + std::to_string(major) + "." +
                           std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
     }
     const std::size_t length_size = major == 1 ? 2 : 4;
     const std::size_t header_start = magic_size + 2 + length_size;
     if (bytes.size() < header_start) {
-        fail(context, "truncated preamble: ends inside the header length");
+        fail_io(context, "truncated preamble: ends inside the header length");
     }
     const std::size_t header_size = read_little_endian(bytes.subspan(magic_size + 2, length_size));
     const std::size_t after_preamble = bytes.size() - header_start;
     if (after_preamble < header_size) {
-        fail(context, "truncated header: the preamble announces " + std::to_string(header_size) +
+        fail_io(context, "truncated header: the preamble announces " + std::to_string(header_size) +
                           " header bytes but only " + std::to_string(after_preamble) + " follow");
     }
 
@@ -362,7 +326,7 @@ npy_array parse_with_context(std::span<const std::byte> bytes, std::string_view 
     npy_array array{stored.type, *fields.shape, {}};
     const auto byte_count = checked_byte_count(array.shape, item_size);
     if (!byte_count) {
-        fail(context, "shape " + format_shape(array.shape) + " of " +
+        fail_io(context, "shape " + format_shape(array.shape) + " of " +
                           std::string(dtype_name(array.type)) +
                           " overflows: its size in bytes does not fit in size_t");
     }
@@ -372,8 +336,8 @@ npy_array parse_with_context(std::span<const std::byte> bytes, std::string_view 
                                   std::string(dtype_name(array.type)) + " needs " +
                                   std::to_string(*byte_count) + " data bytes but there are " +
                                   std::to_string(data_bytes.size());
-        if (data_bytes.size() < *byte_count) fail(context, "truncated data: " + sizes);
-        fail(context, "data size does not match the shape: " + sizes + " (" +
+        if (data_bytes.size() < *byte_count) fail_io(context, "truncated data: " + sizes);
+        fail_io(context, "data size does not match the shape: " + sizes + " (" +
                           std::to_string(data_bytes.size() - *byte_count) + " trailing bytes)");
     }
 
@@ -418,7 +382,7 @@ std::vector<std::byte> make_header(dtype type, std::span<const std::size_t> shap
         padding = array_align - (magic_string.size() + 2 + length_size + text_size) % array_align;
     }
     if (text_size + padding > std::numeric_limits<std::uint32_t>::max()) {
-        fail(context, "header for shape with " + std::to_string(shape.size()) +
+        fail_io(context, "header for shape with " + std::to_string(shape.size()) +
                           " dims does not fit the .npy format");
     }
     const auto header_size = static_cast<std::uint32_t>(text_size + padding);
@@ -471,13 +435,13 @@ npy_array read_npy(const std::filesystem::path& path) {
     const std::string context = quoted_path_context("read_npy", path);
     std::error_code error;
     const auto status = std::filesystem::status(path, error);
-    if (status.type() == std::filesystem::file_type::not_found) fail(context, "file not found");
+    if (status.type() == std::filesystem::file_type::not_found) fail_io(context, "file not found");
     if (status.type() == std::filesystem::file_type::directory) {
-        fail(context, "is a directory, not a .npy file");
+        fail_io(context, "is a directory, not a .npy file");
     }
 
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail(context, std::string("cannot open: ") + std::strerror(errno));
+    if (!in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
     std::vector<std::byte> bytes;
     if (const auto size = std::filesystem::file_size(path, error); !error) bytes.reserve(size);
     constexpr std::size_t chunk_size = std::size_t{1} << 16;
@@ -487,7 +451,7 @@ npy_array read_npy(const std::filesystem::path& path) {
         in.read(reinterpret_cast<char*>(bytes.data() + filled), chunk_size);
         bytes.resize(filled + static_cast<std::size_t>(in.gcount()));
     }
-    if (in.bad()) fail(context, "read error");
+    if (in.bad()) fail_io(context, "read error");
     return parse_with_context(bytes, context);
 }
 
@@ -495,15 +459,15 @@ void write_npy(const std::filesystem::path& path, dtype type, std::span<const st
                std::span<const std::byte> data) {
     const std::string context = quoted_path_context("write_npy", path);
     if (dtype_size(type) == 0) {
-        fail(context, "invalid dtype value " + std::to_string(static_cast<int>(type)));
+        fail_io(context, "invalid dtype value " + std::to_string(static_cast<int>(type)));
     }
     const auto byte_count = checked_byte_count(shape, dtype_size(type));
     if (!byte_count) {
-        fail(context, "shape " + format_shape(shape) + " of " + std::string(dtype_name(type)) +
+        fail_io(context, "shape " + format_shape(shape) + " of " + std::string(dtype_name(type)) +
                           " overflows: its size in bytes does not fit in size_t");
     }
     if (data.size() != *byte_count) {
-        fail(context, "data has " + std::to_string(data.size()) + " bytes but shape " +
+        fail_io(context, "data has " + std::to_string(data.size()) + " bytes but shape " +
                           format_shape(shape) + " of " + std::string(dtype_name(type)) + " needs " +
                           std::to_string(*byte_count));
     }

@@ -38,7 +38,9 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 using json = nlohmann::json;
+using detail::checked_byte_count;
 using detail::fail_io;
+using detail::printable_excerpt;
 
 constexpr std::size_t length_size = 8;                  // the u64 header length
 constexpr std::uint64_t max_header_size = 100'000'000;  // the reference's MAX_HEADER_SIZE
@@ -89,24 +91,6 @@ std::string quote_text(std::string_view text) {
     return shown + "\"";
 }
 
-// Bytes that may not be text at all (a header that is not JSON): ASCII shown, the rest \xNN.
-std::string ascii_excerpt(std::string_view text) {
-    std::string shown;
-    for (std::size_t i = 0; i < text.size() && i < excerpt_limit; ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7f) {
-            shown += static_cast<char>(c);
-        } else {
-            constexpr char hex[] = "0123456789abcdef";
-            shown += "\\x";
-            shown += hex[c >> 4];
-            shown += hex[c & 0xf];
-        }
-    }
-    if (text.size() > excerpt_limit) shown += "...";
-    return shown;
-}
-
 std::string tensor_label(std::string_view name) { return "tensor " + quote_text(name); }
 
 // Python's repr of the shape, as torch and numpy print one: "()", "(5,)", "(8, 6)".
@@ -122,17 +106,6 @@ std::string format_shape(std::span<const std::size_t> shape) {
 
 std::string format_range(std::size_t begin, std::size_t end) {
     return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
-}
-
-// The product of the extents times the element size, or nothing if it does not fit in size_t.
-std::optional<std::size_t> checked_byte_count(std::span<const std::size_t> shape, std::size_t item_size) {
-    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
-    std::size_t total = item_size;
-    for (const std::size_t extent : shape) {
-        if (total > std::numeric_limits<std::size_t>::max() / extent) return std::nullopt;
-        total *= extent;
-    }
-    return total;
 }
 
 std::string_view json_type_name(const json& value) {
@@ -272,7 +245,7 @@ parsed_header parse_header(std::string_view text, std::string_view context) {
         std::string message = e.what();
         if (const auto close = message.find("] "); message.starts_with("[json.exception") && close != std::string::npos)
             message.erase(0, close + 2);
-        fail_io(context, "malformed header: not valid JSON: " + ascii_excerpt(message));
+        fail_io(context, "malformed header: not valid JSON: " + printable_excerpt(message));
     }
     return header;
 }
@@ -398,7 +371,7 @@ safetensors_file::safetensors_file(const std::filesystem::path& path) : state_(s
     s.in.read(header.data(), static_cast<std::streamsize>(header.size()));
     if (!s.in) fail_io(context, "read error in the header");
     if (header.front() != '{')
-        fail_io(context, "the header does not start with '{' (it starts \"" + ascii_excerpt(header.substr(0, 16)) +
+        fail_io(context, "the header does not start with '{' (it starts \"" + printable_excerpt(header.substr(0, 16)) +
                              "\"; is it a safetensors file?)");
 
     // JSON text never holds a NUL byte (a string spells it \u0000), and nlohmann's parser

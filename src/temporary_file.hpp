@@ -3,7 +3,7 @@
 // written beside its target under a temporary name and renamed over the target only when it is
 // complete, so a failed write leaves any existing file untouched.
 
-#include "shaped/io/npy_format.hpp"
+#include "untrusted_input.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -22,13 +22,6 @@
 #endif
 
 namespace shaped::io::detail {
-
-// Throws io_error with the message `context` followed by `problem`.
-[[noreturn]] inline void fail_io(std::string_view context, std::string_view problem) {
-    std::string message{context};
-    message += problem;
-    throw io_error(message);
-}
 
 // A temporary file beside the target; removed on destruction unless it was renamed into place.
 class temporary_file {

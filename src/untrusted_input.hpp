@@ -1,0 +1,58 @@
+#pragma once
+// Private to the library's sources: what every io/ reader needs for fields that come from an
+// untrusted file — an io_error with its context, an excerpt of bytes that may not be text, and
+// a byte count that cannot overflow.
+
+#include "shaped/io/npy_format.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace shaped::io::detail {
+
+// Throws io_error with the message `context` followed by `problem`.
+[[noreturn]] inline void fail_io(std::string_view context, std::string_view problem) {
+    std::string message{context};
+    message += problem;
+    throw io_error(message);
+}
+
+// At most `limit` bytes of `text` for a message: printable ASCII as it is, a newline as \n, any
+// other byte as \xNN, and "..." when there was more.
+inline std::string printable_excerpt(std::string_view text, std::size_t limit = 120) {
+    std::string shown;
+    for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') {
+            shown += "\\n";
+        } else if (c >= 0x20 && c < 0x7f) {
+            shown += static_cast<char>(c);
+        } else {
+            constexpr char hex[] = "0123456789abcdef";
+            shown += "\\x";
+            shown += hex[c >> 4];
+            shown += hex[c & 0xf];
+        }
+    }
+    if (text.size() > limit) shown += "...";
+    return shown;
+}
+
+// The product of the extents times the element size, or nothing if it does not fit in size_t.
+// Any zero extent makes the array empty, however large the others are.
+inline std::optional<std::size_t> checked_byte_count(std::span<const std::size_t> shape, std::size_t item_size) {
+    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
+    std::size_t total = item_size;
+    for (const std::size_t extent : shape) {
+        if (total > std::numeric_limits<std::size_t>::max() / extent) return std::nullopt;
+        total *= extent;
+    }
+    return total;
+}
+
+}  // namespace shaped::io::detail
