@@ -34,20 +34,8 @@ constexpr std::size_t growth_axis_max_digits = 21;  // numpy's spare room for gr
 
 using detail::checked_byte_count;
 using detail::fail_io;
+using detail::format_shape;
 using detail::printable_excerpt;
-
-// Python's repr of a tuple of ints, which is both how the header spells a shape and how
-// messages show one: "()", "(5,)", "(2, 3)".
-std::string format_shape(std::span<const std::size_t> shape) {
-    std::string text = "(";
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i > 0) text += ", ";
-        text += std::to_string(shape[i]);
-    }
-    if (shape.size() == 1) text += ',';
-    text += ')';
-    return text;
-}
 
 struct header_fields {
     std::optional<std::string> descr;

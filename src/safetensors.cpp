@@ -40,6 +40,7 @@ namespace {
 using json = nlohmann::json;
 using detail::checked_byte_count;
 using detail::fail_io;
+using detail::format_shape;
 using detail::printable_excerpt;
 
 constexpr std::size_t length_size = 8;                  // the u64 header length
@@ -92,17 +93,6 @@ std::string quote_text(std::string_view text) {
 }
 
 std::string tensor_label(std::string_view name) { return "tensor " + quote_text(name); }
-
-// Python's repr of the shape, as torch and numpy print one: "()", "(5,)", "(8, 6)".
-std::string format_shape(std::span<const std::size_t> shape) {
-    std::string text = "(";
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        if (i > 0) text += ", ";
-        text += std::to_string(shape[i]);
-    }
-    if (shape.size() == 1) text += ',';
-    return text + ')';
-}
 
 std::string format_range(std::size_t begin, std::size_t end) {
     return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";

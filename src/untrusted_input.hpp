@@ -1,7 +1,7 @@
 #pragma once
 // Private to the library's sources: what every io/ reader needs for fields that come from an
-// untrusted file — an io_error with its context, an excerpt of bytes that may not be text, and
-// a byte count that cannot overflow.
+// untrusted file — an io_error with its context, an excerpt of bytes that may not be text, a
+// shape as messages show it, and a byte count that cannot overflow.
 
 #include "shaped/io/npy_format.hpp"
 
@@ -41,6 +41,18 @@ inline std::string printable_excerpt(std::string_view text, std::size_t limit = 
     }
     if (text.size() > limit) shown += "...";
     return shown;
+}
+
+// Python's repr of a tuple of ints, as numpy's header spells a shape and as torch and numpy
+// print one: "()", "(5,)", "(2, 3)".
+inline std::string format_shape(std::span<const std::size_t> shape) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) text += ", ";
+        text += std::to_string(shape[i]);
+    }
+    if (shape.size() == 1) text += ',';
+    return text + ')';
 }
 
 // The product of the extents times the element size, or nothing if it does not fit in size_t.
