@@ -3,6 +3,8 @@
 
 #include "shaped/io/npy_format.hpp"
 
+#include "file_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -21,6 +23,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using namespace file_support;
 using Catch::Matchers::Contains;
 using shaped::io::dtype;
 using shaped::io::io_error;
@@ -32,29 +35,6 @@ using shape_t = std::vector<std::size_t>;
 
 fs::path data_file(const std::string& name) {
     return fs::path(SHAPED_TEST_DATA_DIR) / name;
-}
-
-std::vector<std::byte> file_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> bytes(chars.size());
-    std::memcpy(bytes.data(), chars.data(), chars.size());
-    return bytes;
-}
-
-void write_file(const fs::path& path, std::span<const std::byte> bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(out);
-}
-
-template <class T>
-std::vector<std::byte> to_bytes(const std::vector<T>& values) {
-    std::vector<std::byte> bytes(values.size() * sizeof(T));
-    if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
 }
 
 template <class T>
@@ -90,45 +70,9 @@ std::vector<std::byte> make_npy(std::string_view header, std::span<const std::by
     return bytes;
 }
 
-// The message of the io_error that `action` must throw.
-std::string io_error_message(const auto& action) {
-    try {
-        action();
-    } catch (const io_error& error) {
-        return error.what();
-    }
-    FAIL("expected shaped::io::io_error");
-    return {};
-}
-
 std::string parse_error(std::span<const std::byte> bytes) {
-    return io_error_message([&] { parse_npy(bytes, "test bytes"); });
+    return error_message<io_error>([&] { parse_npy(bytes, "test bytes"); });
 }
-
-// A fresh directory under the system temp directory, removed with everything in it.
-class scratch_dir {
-public:
-    scratch_dir() {
-        std::random_device entropy;
-        path_ = fs::temp_directory_path() /
-                ("shaped_npy_test_" + std::to_string(entropy()) + std::to_string(entropy()));
-        fs::create_directories(path_);
-    }
-    scratch_dir(const scratch_dir&) = delete;
-    scratch_dir& operator=(const scratch_dir&) = delete;
-    ~scratch_dir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-    std::size_t entry_count() const {
-        return static_cast<std::size_t>(
-            std::distance(fs::directory_iterator(path_), fs::directory_iterator()));
-    }
-
-private:
-    fs::path path_;
-};
 
 // The values make_npy_cases.py writes.
 const std::vector<float> f32_values = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 1.5f};
@@ -338,7 +282,7 @@ TEST_CASE("write_npy replaces a file only once the new one is complete", "[io][n
         CHECK(dir.entry_count() == 1);
     }
     SECTION("data that does not match the shape is refused before anything is written") {
-        const auto message = io_error_message([&] {
+        const auto message = error_message<io_error>([&] {
             write_npy(path, dtype::f32, shape, to_bytes(std::vector<float>{1.0f, 2.0f}));
         });
         CHECK_THAT(message, Contains("write_npy") && Contains("weights.npy") &&
@@ -348,21 +292,21 @@ TEST_CASE("write_npy replaces a file only once the new one is complete", "[io][n
     }
     SECTION("a shape whose size overflows is refused") {
         const shape_t huge = {std::size_t{1} << 40, std::size_t{1} << 40};
-        CHECK_THAT(io_error_message([&] { write_npy(path, dtype::f32, huge, {}); }),
+        CHECK_THAT(error_message<io_error>([&] { write_npy(path, dtype::f32, huge, {}); }),
                    Contains("overflows"));
         CHECK(file_bytes(path) == original);
     }
     SECTION("a failed rename removes the temporary file") {
         fs::create_directory(dir / "occupied");
         write_file(dir / "occupied" / "keep", text_bytes("x"));
-        const auto message = io_error_message(
+        const auto message = error_message<io_error>(
             [&] { write_npy(dir / "occupied", dtype::f32, shape, to_bytes(f32_values)); });
         CHECK_THAT(message, Contains("cannot replace"));
         CHECK(fs::is_directory(dir / "occupied"));
         CHECK(dir.entry_count() == 2);
     }
     SECTION("a missing directory is reported") {
-        const auto message = io_error_message([&] {
+        const auto message = error_message<io_error>([&] {
             write_npy(dir / "no_such_dir" / "x.npy", dtype::f32, shape, to_bytes(f32_values));
         });
         CHECK_THAT(message, Contains("cannot create temporary file") && Contains("No such file"));
@@ -371,18 +315,18 @@ TEST_CASE("write_npy replaces a file only once the new one is complete", "[io][n
 
 TEST_CASE("read_npy reports files it cannot open", "[io][npy]") {
     scratch_dir dir;
-    CHECK_THAT(io_error_message([&] { read_npy(dir / "missing.npy"); }),
+    CHECK_THAT(error_message<io_error>([&] { read_npy(dir / "missing.npy"); }),
                Contains("read_npy") && Contains("missing.npy") && Contains("file not found"));
     fs::create_directory(dir / "folder.npy");
-    CHECK_THAT(io_error_message([&] { read_npy(dir / "folder.npy"); }), Contains("is a directory"));
+    CHECK_THAT(error_message<io_error>([&] { read_npy(dir / "folder.npy"); }), Contains("is a directory"));
 }
 
 TEST_CASE("errors name the file or the byte source", "[io][npy]") {
     scratch_dir dir;
     write_file(dir / "junk.npy", text_bytes("PK\x03\x04 this is a zip file"));
-    CHECK_THAT(io_error_message([&] { read_npy(dir / "junk.npy"); }),
+    CHECK_THAT(error_message<io_error>([&] { read_npy(dir / "junk.npy"); }),
                Contains("read_npy: '") && Contains("junk.npy': bad magic string"));
-    CHECK_THAT(io_error_message([&] { parse_npy(text_bytes("junk"), "layer0.weight"); }),
+    CHECK_THAT(error_message<io_error>([&] { parse_npy(text_bytes("junk"), "layer0.weight"); }),
                Contains("parse_npy: layer0.weight: bad magic string"));
 }
 
@@ -494,7 +438,7 @@ TEST_CASE("headers numpy accepts in other spellings are read", "[io][npy]") {
 }
 
 TEST_CASE("dtypes shaped does not store are refused by name", "[io][npy]") {
-    CHECK_THAT(io_error_message([] { read_npy(data_file("f16_unsupported.npy")); }),
+    CHECK_THAT(error_message<io_error>([] { read_npy(data_file("f16_unsupported.npy")); }),
                Contains("f16_unsupported.npy") && Contains("unsupported dtype '<f2'"));
 
     const auto data = to_bytes(f32_values);

@@ -6,6 +6,8 @@
 #include <shaped/io.hpp>
 #include <shaped/nn.hpp>
 
+#include "file_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using namespace file_support;
 namespace io = shaped::io;
 using Catch::Matchers::Contains;
 
@@ -26,51 +29,6 @@ using B = shaped::dim<"B", 2>;
 using T = shaped::dim<"T", 4>;
 using C = shaped::dim<"C", 6>;
 using Tdyn = shaped::dim<"T">;
-
-// A fresh directory under the system temp directory, removed with everything in it.
-class scratch_dir {
-public:
-    scratch_dir() {
-        std::random_device entropy;
-        path_ = fs::temp_directory_path() / ("shaped_safetensors_test_" + std::to_string(entropy()) + std::to_string(entropy()));
-        fs::create_directories(path_);
-    }
-    scratch_dir(const scratch_dir&) = delete;
-    scratch_dir& operator=(const scratch_dir&) = delete;
-    ~scratch_dir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-    std::size_t entry_count() const {
-        return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), fs::directory_iterator()));
-    }
-
-private:
-    fs::path path_;
-};
-
-std::vector<std::byte> file_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> bytes(chars.size());
-    if (!chars.empty()) std::memcpy(bytes.data(), chars.data(), chars.size());
-    return bytes;
-}
-
-void write_file(const fs::path& path, std::span<const std::byte> bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(out);
-}
-
-template <class V>
-std::vector<std::byte> to_bytes(const std::vector<V>& values) {
-    std::vector<std::byte> bytes(values.size() * sizeof(V));
-    if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
-}
 
 // A safetensors image: the header length (the header's own, unless given), the header, the data.
 std::vector<std::byte> make_file(std::string_view header, std::span<const std::byte> data,
@@ -84,18 +42,6 @@ std::vector<std::byte> make_file(std::string_view header, std::span<const std::b
 }
 
 std::vector<std::byte> zeros(std::size_t n) { return std::vector<std::byte>(n, std::byte{0}); }
-
-// The message of the exception E that `action` must throw.
-template <class E>
-std::string error_message(const auto& action) {
-    try {
-        action();
-    } catch (const E& error) {
-        return error.what();
-    }
-    FAIL("expected an exception");
-    return {};
-}
 
 template <class A, class Bt>
 void require_same_elements(const A& actual, const Bt& expected) {
