@@ -214,19 +214,6 @@ Block random_block(std::uint64_t seed) {
     return block;
 }
 
-// got(b, i, :) against want(b, from + i, :).
-template <class Got, class Want>
-void require_rows_match(const Got& got, const Want& want, std::size_t from) {
-    const auto g = got.extents();
-    for (std::size_t b = 0; b < g[0]; ++b)
-        for (std::size_t i = 0; i < g[1]; ++i)
-            for (std::size_t d = 0; d < g[2]; ++d) {
-                const double w = want(b, from + i, d);
-                INFO("batch row " << b << ", position " << from + i << ", element " << d);
-                REQUIRE(std::abs(got(b, i, d) - w) <= 1e-5 * (1.0 + std::abs(w)));
-            }
-}
-
 }  // namespace
 
 TEST_CASE("nn::MLP is c_proj(gelu(c_fc(x))), 4C wide", "[block][mlp]") {
@@ -292,11 +279,11 @@ TEST_CASE("nn::Block decodes with its attention's cache as its full forward comp
     SECTION("prefill, then token by token") {
         const std::size_t prompt = GENERATE(1, 3, 7);
         Block::cache_type<B, S> cache;
-        require_rows_match(block(shaped::slice<Td>(x, 0, prompt), cache), full, 0);
+        ref::require_rows_match(block(shaped::slice<Td>(x, 0, prompt), cache), full, 0);
         for (std::size_t pos = prompt; pos < total; ++pos) {
             const auto y = block(shaped::slice<Td>(x, pos, pos + 1), cache);
             REQUIRE(cache.length() == pos + 1);
-            require_rows_match(y, full, pos);
+            ref::require_rows_match(y, full, pos);
         }
         REQUIRE_THROWS_AS(block(shaped::slice<Td>(x, 0, 1), cache), shaped::nn::cache_overflow);
     }
@@ -305,7 +292,7 @@ TEST_CASE("nn::Block decodes with its attention's cache as its full forward comp
         Block::cache_type<B, S> cache;
         for (std::size_t pos = 0; pos < total; pos += chunk) {
             const std::size_t end = std::min(total, pos + chunk);
-            require_rows_match(block(shaped::slice<Td>(x, pos, end), cache), full, pos);
+            ref::require_rows_match(block(shaped::slice<Td>(x, pos, end), cache), full, pos);
         }
     }
     SECTION("a ragged batch: each row as its own prefix, padding 0") {
@@ -332,7 +319,7 @@ TEST_CASE("a stack of two blocks decodes token by token as it runs in full", "[b
     Block::cache_type<B, S> cache_1, cache_2;
     for (std::size_t pos = 0; pos < total; ++pos) {
         const auto y = second(first(shaped::slice<Td>(x, pos, pos + 1), cache_1), cache_2);
-        require_rows_match(y, full, pos);
+        ref::require_rows_match(y, full, pos);
     }
 }
 

@@ -115,19 +115,6 @@ std::vector<double> naive_multi_head(const MultiHead& mha, const std::vector<dou
 
 // ---- helpers -----------------------------------------------------------------------------------
 
-// got(b, i, :) against want(b, from + i, :), for every batch row and the n positions of got.
-template <class Got, class Want>
-void require_rows_match(const Got& got, const Want& want, std::size_t from) {
-    const auto g = got.extents();
-    for (std::size_t b = 0; b < g[0]; ++b)
-        for (std::size_t i = 0; i < g[1]; ++i)
-            for (std::size_t d = 0; d < g[2]; ++d) {
-                const double w = want(b, from + i, d);
-                INFO("batch row " << b << ", position " << from + i << ", element " << d);
-                REQUIRE(std::abs(got(b, i, d) - w) <= tolerance * (1.0 + std::abs(w)));
-            }
-}
-
 // Cached decoding of x in random chunks against the full causal forward over each prefix.
 template <class Layer, class Cache>
 void decode_in_random_chunks(const Layer& layer, std::uint64_t seed) {
@@ -147,7 +134,7 @@ void decode_in_random_chunks(const Layer& layer, std::uint64_t seed) {
         const auto prefix = shaped::slice<T>(x, 0, pos + n);
         const auto want = layer(prefix);
         INFO("seed " << seed << ", " << pos << " positions held, " << n << " new");
-        require_rows_match(got, want, pos);
+        ref::require_rows_match(got, want, pos);
         pos += n;
     }
 }
@@ -361,7 +348,7 @@ TEST_CASE("Head: the chapter's head, weights from PyTorch, gives PyTorch's outpu
     shaped::nn::Head<Cc, H>::cache_type<Bc, shaped::dim<"S", 4>> cache;
     for (std::size_t t = 0; t < 4; ++t) {
         const auto out = head(shaped::slice<Tc>(x, t, t + 1), cache);
-        require_rows_match(out, want, t);
+        ref::require_rows_match(out, want, t);
     }
 }
 

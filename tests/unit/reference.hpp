@@ -124,4 +124,19 @@ double tolerance(std::size_t k = 1) {
     return (std::is_same_v<T, float> ? 1e-5 : 1e-12) * static_cast<double>(k + 1);
 }
 
+// Rows of a (B, n, D) result against positions from .. from + n - 1 of a (B, T, D) one: got(b, i, :)
+// against want(b, from + i, :), for every batch row. Decoding tests compare a cached step's
+// output with the full forward's this way.
+template <class Got, class Want>
+void require_rows_match(const Got& got, const Want& want, std::size_t from, double tol = 1e-5) {
+    const auto g = got.extents();
+    for (std::size_t b = 0; b < g[0]; ++b)
+        for (std::size_t i = 0; i < g[1]; ++i)
+            for (std::size_t d = 0; d < g[2]; ++d) {
+                const double w = want(b, from + i, d);
+                INFO("batch row " << b << ", position " << from + i << ", element " << d);
+                REQUIRE(std::abs(got(b, i, d) - w) <= tol * (1.0 + std::abs(w)));
+            }
+}
+
 }  // namespace ref
