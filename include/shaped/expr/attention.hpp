@@ -59,7 +59,7 @@ public:
     static constexpr bool owns_storage = false;
     static constexpr std::size_t rank = dims_type::rank;
 
-    template <class A, class B, class C>
+    template <operand_for<Q> A, operand_for<K> B, operand_for<V> C>
     attention_node(A&& q, B&& k, C&& v, value_type scale)
         : q_(std::forward<A>(q)), k_(std::forward<B>(k)), v_(std::forward<C>(v)), scale_(scale) {
         using shape = attention_dims<Q, K, V>;

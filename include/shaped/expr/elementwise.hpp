@@ -119,6 +119,7 @@ public:
     static constexpr std::size_t rank = dims_type::rank;
 
     template <class... Args>
+        requires(sizeof...(Args) == sizeof...(Es) && (operand_for<Args, Es> && ...))
     explicit elementwise(std::string_view operation, Args&&... args) : operands_(std::forward<Args>(args)...) {
         extents_.fill(1);
         std::apply(

@@ -34,6 +34,12 @@ template <class E>
 using operand_t = std::conditional_t<std::is_lvalue_reference_v<E> && std::remove_cvref_t<E>::owns_storage,
                                      const std::remove_cvref_t<E>&, std::remove_cvref_t<E>>;
 
+// What a node's constructor takes for its operand of held type E: that operand, as an lvalue or
+// an rvalue. A constructor constrained so cannot take the node itself, so copying a node held in
+// a variable copies it rather than wrapping it in a new node of the same type.
+template <class A, class E>
+concept operand_for = std::same_as<std::remove_cvref_t<A>, std::remove_cvref_t<E>>;
+
 // A number in an expression: 0-d, broadcasts against anything.
 template <class T>
 struct scalar : expression_base {

@@ -26,7 +26,7 @@ public:
     static constexpr bool owns_storage = false;
     static constexpr std::size_t rank = dims_type::rank;
 
-    template <class A, class B>
+    template <operand_for<L> A, operand_for<R> B>
     matmul_node(A&& a, B&& b) : lhs_(std::forward<A>(a)), rhs_(std::forward<B>(b)) {
         const auto le = lhs_.extents();
         const auto re = rhs_.extents();

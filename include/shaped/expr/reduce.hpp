@@ -35,7 +35,7 @@ public:
     static constexpr std::size_t rank = dims_type::rank;
     static constexpr std::size_t axis = Axis;
 
-    template <class A>
+    template <operand_for<E> A>
     explicit reduce_node(A&& a) : operand_(std::forward<A>(a)) {
         const auto in = operand_.extents();
         for (std::size_t i = 0, j = 0; i < in.size(); ++i)
@@ -61,7 +61,7 @@ public:
     static constexpr std::size_t axis = Axis;
     static constexpr bool log = Log;
 
-    template <class A>
+    template <operand_for<E> A>
     explicit softmax_node(A&& a) : operand_(std::forward<A>(a)) {}
 
     auto extents() const { return operand_.extents(); }
@@ -83,7 +83,7 @@ public:
     static constexpr std::size_t rank = dims_type::rank;
     static constexpr bool has_bias = !std::is_null_pointer_v<Bi>;
 
-    template <class A, class WA, class BA>
+    template <operand_for<E> A, operand_for<W> WA, operand_for<Bi> BA>
     layer_norm_node(A&& a, WA&& weight, BA&& bias, double eps)
         : operand_(std::forward<A>(a)), weight_(std::forward<WA>(weight)), bias_(std::forward<BA>(bias)), eps_(eps) {}
 

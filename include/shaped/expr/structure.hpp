@@ -30,7 +30,7 @@ public:
     static constexpr std::size_t rank = dims_type::rank;
     static constexpr bool upper = Upper;
 
-    template <class A>
+    template <operand_for<E> A>
     triangle_node(A&& a, long diagonal) : operand_(std::forward<A>(a)), diagonal_(diagonal) {}
 
     auto extents() const { return operand_.extents(); }
@@ -52,7 +52,7 @@ public:
     static constexpr std::size_t rank = dims_type::rank;
     static constexpr auto permutation = Perm;
 
-    template <class A>
+    template <operand_for<E> A>
     explicit permute_node(A&& a) : operand_(std::forward<A>(a)) {}
 
     std::array<std::size_t, rank> extents() const {
@@ -76,7 +76,7 @@ public:
     static constexpr bool owns_storage = false;
     static constexpr std::size_t rank = dims_type::rank;
 
-    template <class A>
+    template <operand_for<E> A>
     explicit rename_node(A&& a) : operand_(std::forward<A>(a)) {}
 
     auto extents() const { return operand_.extents(); }
