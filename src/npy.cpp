@@ -32,7 +32,7 @@ constexpr std::array<unsigned char, 6> magic_string = {0x93, 'N', 'U', 'M', 'P',
 constexpr std::size_t array_align = 64;             // numpy aligns the data to this many bytes
 constexpr std::size_t growth_axis_max_digits = 21;  // numpy's spare room for growing the shape
 
-using detail::checked_byte_count;
+using shaped::checked_byte_count;
 using detail::fail_io;
 using detail::format_shape;
 using detail::printable_excerpt;
@@ -316,7 +316,7 @@ npy_array parse_with_context(std::span<const std::byte> bytes, std::string_view 
     if (!byte_count) {
         fail_io(context, "shape " + format_shape(array.shape) + " of " +
                           std::string(dtype_name(array.type)) +
-                          " overflows: its size in bytes does not fit in size_t");
+                          " overflows: it spans more bytes than an array can address");
     }
     const auto data_bytes = bytes.subspan(header_start + header_size);
     if (data_bytes.size() != *byte_count) {
@@ -421,16 +421,12 @@ npy_array parse_npy(std::span<const std::byte> bytes, std::string_view what) {
 
 npy_array read_npy(const std::filesystem::path& path) {
     const std::string context = quoted_path_context("read_npy", path);
-    std::error_code error;
-    const auto status = std::filesystem::status(path, error);
-    if (status.type() == std::filesystem::file_type::not_found) fail_io(context, "file not found");
-    if (status.type() == std::filesystem::file_type::directory) {
-        fail_io(context, "is a directory, not a .npy file");
-    }
+    detail::require_regular_file(context, path, "a .npy file");
 
     std::ifstream in(path, std::ios::binary);
     if (!in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
     std::vector<std::byte> bytes;
+    std::error_code error;
     if (const auto size = std::filesystem::file_size(path, error); !error) bytes.reserve(size);
     constexpr std::size_t chunk_size = std::size_t{1} << 16;
     while (in) {
@@ -452,7 +448,7 @@ void write_npy(const std::filesystem::path& path, dtype type, std::span<const st
     const auto byte_count = checked_byte_count(shape, dtype_size(type));
     if (!byte_count) {
         fail_io(context, "shape " + format_shape(shape) + " of " + std::string(dtype_name(type)) +
-                          " overflows: its size in bytes does not fit in size_t");
+                          " overflows: it spans more bytes than an array can address");
     }
     if (data.size() != *byte_count) {
         fail_io(context, "data has " + std::to_string(data.size()) + " bytes but shape " +

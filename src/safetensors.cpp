@@ -38,7 +38,7 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 using json = nlohmann::json;
-using detail::checked_byte_count;
+using shaped::checked_byte_count;
 using detail::fail_io;
 using detail::format_shape;
 using detail::printable_excerpt;
@@ -250,7 +250,7 @@ void check_layout(const parsed_header& header, std::size_t buffer_size, std::str
         const std::size_t item_size = *dtype_size_of(info.dtype);
         const auto needed = checked_byte_count(info.shape, item_size);
         if (!needed)
-            fail_io(context, label + ": " + info.dtype + " " + format_shape(info.shape) + " overflows: its size in bytes does not fit in size_t");
+            fail_io(context, label + ": " + info.dtype + " " + format_shape(info.shape) + " overflows: it spans more bytes than an array can address");
         const std::size_t held = info.data_end - info.data_begin;
         if (held != *needed)
             fail_io(context, label + ": data_offsets " + range + " hold " + std::to_string(held) + " bytes, but " + info.dtype +
@@ -328,10 +328,7 @@ safetensors_file::safetensors_file(const std::filesystem::path& path) : state_(s
     state& s = *state_;
     s.path = path;
     const std::string context = "shaped::io::safetensors_file: " + path.string() + ": ";
-    std::error_code error;
-    const auto status = std::filesystem::status(path, error);
-    if (status.type() == std::filesystem::file_type::not_found) fail_io(context, "file not found");
-    if (status.type() == std::filesystem::file_type::directory) fail_io(context, "is a directory, not a safetensors file");
+    detail::require_regular_file(context, path, "a safetensors file");
 
     s.in.open(path, std::ios::binary);
     if (!s.in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
@@ -454,7 +451,7 @@ void write_safetensors(const std::filesystem::path& path, std::span<const safete
         const auto needed = checked_byte_count(tensor.shape, *size);
         if (!needed || *needed != tensor.data.size())
             fail_io(context, label + ": " + std::to_string(tensor.data.size()) + " bytes of data, but " + tensor.dtype + " " +
-                                 format_shape(tensor.shape) + " needs " + (needed ? std::to_string(*needed) : "more than size_t holds"));
+                                 format_shape(tensor.shape) + " needs " + (needed ? std::to_string(*needed) : "more bytes than an array can address"));
     }
 
     // As the reference writes it: compact JSON, "__metadata__" first, each entry's fields in the

@@ -1,12 +1,14 @@
 #pragma once
 // Private to the library's sources: what every io/ reader needs for fields that come from an
 // untrusted file — an io_error with its context, an excerpt of bytes that may not be text, a
-// shape as messages show it, and a byte count that cannot overflow.
+// shape as messages show it. Byte counts come from core/extents.hpp, which checks them.
 
+#include "shaped/core/extents.hpp"
 #include "shaped/io/npy_format.hpp"
 
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <span>
@@ -20,6 +22,19 @@ namespace shaped::io::detail {
     std::string message{context};
     message += problem;
     throw io_error(message);
+}
+
+// A reader opens only a regular file: a directory is refused, and so are a device, a FIFO or a
+// socket, which could block the open or never end (/dev/zero).
+inline void require_regular_file(std::string_view context, const std::filesystem::path& path, std::string_view format) {
+    std::error_code error;
+    const auto type = std::filesystem::status(path, error).type();
+    if (type == std::filesystem::file_type::not_found) fail_io(context, "file not found");
+    if (type == std::filesystem::file_type::directory) fail_io(context, "is a directory, not " + std::string(format));
+    if (type != std::filesystem::file_type::regular) {
+        if (error) fail_io(context, "cannot open: " + error.message());
+        fail_io(context, "is not a regular file (a device, FIFO or socket), not " + std::string(format));
+    }
 }
 
 // At most `limit` bytes of `text` for a message: printable ASCII as it is, a newline as \n, any
@@ -53,18 +68,6 @@ inline std::string format_shape(std::span<const std::size_t> shape) {
     }
     if (shape.size() == 1) text += ',';
     return text + ')';
-}
-
-// The product of the extents times the element size, or nothing if it does not fit in size_t.
-// Any zero extent makes the array empty, however large the others are.
-inline std::optional<std::size_t> checked_byte_count(std::span<const std::size_t> shape, std::size_t item_size) {
-    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
-    std::size_t total = item_size;
-    for (const std::size_t extent : shape) {
-        if (total > std::numeric_limits<std::size_t>::max() / extent) return std::nullopt;
-        total *= extent;
-    }
-    return total;
 }
 
 }  // namespace shaped::io::detail

@@ -1,6 +1,7 @@
 // The .npy reader and writer: files written by numpy (tests/unit/data, from make_npy_cases.py),
 // round trips through write_npy, and every kind of damaged file a reader can be handed.
 
+#include "shaped/io/npy.hpp"
 #include "shaped/io/npy_format.hpp"
 
 #include "file_support.hpp"
@@ -15,6 +16,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 #ifndef SHAPED_TEST_DATA_DIR
 #error "SHAPED_TEST_DATA_DIR must name the tests/unit/data directory"
@@ -321,6 +324,15 @@ TEST_CASE("read_npy reports files it cannot open", "[io][npy]") {
     CHECK_THAT(error_message<io_error>([&] { read_npy(dir / "folder.npy"); }), Contains("is a directory"));
 }
 
+TEST_CASE("read_npy refuses what is not a regular file, which could never end or block", "[io][npy]") {
+    CHECK_THAT(error_message<io_error>([&] { read_npy("/dev/zero"); }),
+               Contains("'/dev/zero': is not a regular file"));
+    scratch_dir dir;
+    const auto fifo = dir / "pipe.npy";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(error_message<io_error>([&] { read_npy(fifo); }), Contains("is not a regular file"));
+}
+
 TEST_CASE("errors name the file or the byte source", "[io][npy]") {
     scratch_dir dir;
     write_file(dir / "junk.npy", text_bytes("PK\x03\x04 this is a zip file"));
@@ -466,14 +478,18 @@ TEST_CASE("a shape whose size overflows is an io_error", "[io][npy]") {
             "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }", {});
         CHECK_THAT(parse_error(bytes), Contains("overflows"));
     }
-    SECTION("a zero extent makes any shape empty") {
+    SECTION("a zero extent in front of huge ones: empty, but its strides would overflow") {
         const auto bytes = make_npy(
-            "{'descr': '<f4', 'fortran_order': False, 'shape': (18446744073709551615, 0, "
-            "18446744073709551615), }",
-            {});
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 2, 8831398157261209593), }", {});
+        CHECK_THAT(parse_error(bytes), Contains("shape (0, 2, 8831398157261209593) of float32 overflows"));
+    }
+    SECTION("a zero extent beside extents that fit makes an empty array") {
+        const auto bytes = make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 0, 1000000), }", {});
         const npy_array array = parse_npy(bytes, "empty");
-        CHECK(array.shape == shape_t{18446744073709551615u, 0, 18446744073709551615u});
+        CHECK(array.shape == shape_t{1000000, 0, 1000000});
         CHECK(array.data.empty());
+        const auto t = shaped::io::from_npy<float, shaped::dim<"A">, shaped::dim<"B">, shaped::dim<"C">>(array, "empty");
+        CHECK(t.size() == 0);
     }
 }
 

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -211,6 +213,9 @@ TEST_CASE("safetensors: every malformed header or layout is an io_error naming t
                    Contains(R"(tensor "c_attn.weight": data_offsets [0, 100] hold 100 bytes, but F32 (8, 6) needs 192)"));
         CHECK_THAT(header_error(R"({"w":{"dtype":"BF16","shape":[3],"data_offsets":[0,4]}})", 4), Contains("hold 4 bytes, but BF16 (3,) needs 6"));
         CHECK_THAT(header_error(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", 4), Contains("overflows"));
+        // Empty, yet its strides would overflow.
+        CHECK_THAT(header_error(R"({"w":{"dtype":"F32","shape":[0,2,8831398157261209593],"data_offsets":[0,0]}})", 0),
+                   Contains(R"(tensor "w": F32 (0, 2, 8831398157261209593) overflows)"));
         CHECK_THAT(header_error(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})", 8), Contains("data_offsets [8, 4] end before they begin"));
     }
     SECTION("offsets past the end of the data buffer") {
@@ -250,6 +255,18 @@ TEST_CASE("safetensors: every malformed header or layout is an io_error naming t
     SECTION("names from the file are shown escaped") {
         CHECK_THAT(header_error("{\"a\\u0001\\\"b\": 1}", 0), Contains(R"(tensor "a\x01\"b")"));
     }
+}
+
+TEST_CASE("safetensors: what is not a regular file is refused before it is opened", "[io][safetensors]") {
+    const auto open_error = [](const fs::path& path) {
+        return error_message<io::io_error>([&] { io::safetensors_file file(path); });
+    };
+    CHECK_THAT(open_error("/dev/zero"), Contains("/dev/zero: is not a regular file"));
+    scratch_dir dir;
+    const auto fifo = dir / "pipe.safetensors";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(open_error(fifo), Contains("is not a regular file"));
+    CHECK_THAT(open_error(dir / "missing.safetensors"), Contains("file not found"));
 }
 
 TEST_CASE("safetensors: valid edge cases are accepted", "[io][safetensors]") {

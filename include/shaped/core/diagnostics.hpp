@@ -161,6 +161,12 @@ template <class Wanted, class Given>
 inline constexpr bool dynamic_extents_agree = std::is_same_v<Wanted, Given>;
 
 template <class... Shown>
+struct extents_overflow {
+    static_assert(sizeof...(Shown) == 0,
+                  "shaped::Tensor: the static extents' element count does not fit in memory");
+};
+
+template <class... Shown>
 struct index_count {
     static_assert(sizeof...(Shown) == 0,
                   "shaped::Tensor: an element access takes one index per dim");

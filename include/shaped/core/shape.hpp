@@ -3,6 +3,7 @@
 
 #include <shaped/core/diagnostics.hpp>
 #include <shaped/core/dims.hpp>
+#include <shaped/core/extents.hpp>
 #include <shaped/core/shape_error.hpp>
 
 #include <array>
@@ -16,7 +17,8 @@ namespace shaped {
 template <class List>
 using extents_of = std::array<std::size_t, List::rank>;
 
-// Strides, in elements, of a row-major array with these extents.
+// Strides, in elements, of a row-major array with these extents, which must fit
+// (checked_byte_count): then no stride overflows.
 template <std::size_t R>
 constexpr std::array<std::ptrdiff_t, R> row_major_strides(const std::array<std::size_t, R>& extents) {
     std::array<std::ptrdiff_t, R> strides{};
@@ -37,11 +39,8 @@ public:
 
     constexpr std::size_t operator[](std::size_t i) const { return extents_[i]; }
     constexpr const std::array<std::size_t, rank>& extents() const { return extents_; }
-    constexpr std::size_t numel() const {
-        std::size_t n = 1;
-        for (auto e : extents_) n *= e;
-        return n;
-    }
+    // The element count; shape_error where the extents do not fit (core/extents.hpp).
+    std::size_t numel() const { return detail::checked_element_count("Shape::numel", dims<Ds...>{}, extents_, 1); }
     static constexpr std::array<std::string_view, rank> names() { return {Ds::name.view()...}; }
 
     friend constexpr bool operator==(const Shape&, const Shape&) = default;
@@ -99,6 +98,16 @@ void check_extents_fit(std::string_view operation, dims<Ds...>, const std::array
     for (std::size_t i = 0; i < got.size(); ++i)
         if (fixed[i] && got[i] != want[i])
             throw_dims_do_not_meet(operation, "declared", names[i], want[i], "given", names[i], got[i]);
+}
+
+// The extents of what is written into a target must be the target's, dim by dim.
+template <Dim... Ds>
+void check_extents_equal(std::string_view operation, dims<Ds...>, const std::array<std::size_t, sizeof...(Ds)>& target,
+                         const std::array<std::size_t, sizeof...(Ds)>& source) {
+    constexpr std::array<std::string_view, sizeof...(Ds)> names{Ds::name.view()...};
+    for (std::size_t i = 0; i < target.size(); ++i)
+        if (target[i] != source[i])
+            throw_dims_do_not_meet(operation, "target's", names[i], target[i], "assigned expression's", names[i], source[i]);
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 
 #include <shaped/kernels/evaluate.hpp>
 
+#include <optional>
 #include <string>
 
 namespace shaped {
@@ -14,11 +15,26 @@ struct concat {};
 
 namespace detail {
 
+// The static sum of the joined extents, or nothing where one is dynamic or the sum overflows
+// (then the joined dim is dynamic, and the sum is checked at run time).
+template <std::size_t Axis, class First, class... Rest>
+consteval std::optional<std::size_t> static_joined_extent() {
+    using D = dim_at<Axis, dims_of<First>>;
+    if constexpr ((D::is_static && ... && dim_at<Axis, dims_of<Rest>>::is_static)) {
+        std::optional<std::size_t> total = D::extent;
+        ((total = total ? checked_sum(*total, dim_at<Axis, dims_of<Rest>>::extent) : total), ...);
+        return total;
+    } else {
+        return std::nullopt;
+    }
+}
+
 template <std::size_t Axis, class First, class... Rest>
 consteval auto joined_dim() {
     using D = dim_at<Axis, dims_of<First>>;
-    if constexpr ((D::is_static && ... && dim_at<Axis, dims_of<Rest>>::is_static))
-        return std::type_identity<dim<D::name, (D::extent + ... + dim_at<Axis, dims_of<Rest>>::extent)>>{};
+    constexpr auto extent = static_joined_extent<Axis, First, Rest...>();
+    if constexpr (extent.has_value())
+        return std::type_identity<dim<D::name, *extent>>{};
     else
         return std::type_identity<dynamic_of<D>>{};
 }
@@ -46,7 +62,11 @@ auto concat_along(const First& first, const Rest&... rest) {
             if (i != Axis && other[i] != extents[i])
                 throw_dims_do_not_meet("concat", "first operand's", names_of<First>()[i], extents[i],
                                        "another operand's", names_of<First>()[i], other[i]);
-        extents[Axis] += other[Axis];
+        const auto joined = checked_sum(extents[Axis], other[Axis]);
+        if (!joined)
+            throw shape_error("shaped::concat: the operands' extents along " + std::string(names_of<First>()[Axis]) +
+                              " add up to more than size_t holds");
+        extents[Axis] = *joined;
     }
     Result result{typename Result::shape_type(extents)};
     std::size_t offset = 0;

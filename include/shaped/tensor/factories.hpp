@@ -11,27 +11,40 @@
 
 namespace shaped {
 
+namespace detail {
+// The shape a factory makes from its dynamic extents, checked to fit in memory under the
+// factory's own name.
+template <class T, Dim... Ds, DynamicDim... Dynamic>
+Shape<Ds...> factory_shape(std::string_view factory, const Dynamic&... extents) {
+    const auto all = make_extents(dims<Ds...>{}, extents...);
+    checked_element_count(factory, dims<Ds...>{}, all, sizeof(T));
+    return Shape<Ds...>(all);
+}
+}  // namespace detail
+
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> full(T value, Dynamic... extents) {
-    Tensor<T, Ds...> t{Shape<Ds...>(detail::make_extents(dims<Ds...>{}, extents...))};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("full", extents...)};
     t.xtensor().fill(value);
     return t;
 }
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> zeros(Dynamic... extents) {
-    return Tensor<T, Ds...>{Shape<Ds...>(detail::make_extents(dims<Ds...>{}, extents...))};
+    return Tensor<T, Ds...>{detail::factory_shape<T, Ds...>("zeros", extents...)};
 }
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> ones(Dynamic... extents) {
-    return full<T, Ds...>(T{1}, extents...);
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("ones", extents...)};
+    t.xtensor().fill(T{1});
+    return t;
 }
 
 // 0, 1, ..., n-1 along the one dim D.
 template <class T, Dim D, DynamicDim... Dynamic>
 Tensor<T, D> arange(Dynamic... extents) {
-    Tensor<T, D> t{Shape<D>(detail::make_extents(dims<D>{}, extents...))};
+    Tensor<T, D> t{detail::factory_shape<T, D>("arange", extents...)};
     for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<T>(i);
     return t;
 }
@@ -39,7 +52,7 @@ Tensor<T, D> arange(Dynamic... extents) {
 // From values in row-major order; their count must be the product of the extents.
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> tensor(std::initializer_list<T> values, Dynamic... extents) {
-    Tensor<T, Ds...> t{Shape<Ds...>(detail::make_extents(dims<Ds...>{}, extents...))};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("tensor", extents...)};
     if (values.size() != t.size())
         throw shape_error("shaped::tensor: " + std::to_string(values.size()) + " values do not fill " +
                           std::to_string(t.size()) + " elements");
@@ -49,7 +62,7 @@ Tensor<T, Ds...> tensor(std::initializer_list<T> values, Dynamic... extents) {
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> randn(Generator& gen, Dynamic... extents) {
-    Tensor<T, Ds...> t{Shape<Ds...>(detail::make_extents(dims<Ds...>{}, extents...))};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("randn", extents...)};
     gen.fill_normal(t.elements());
     return t;
 }
@@ -57,7 +70,7 @@ Tensor<T, Ds...> randn(Generator& gen, Dynamic... extents) {
 // Uniform in [low, high), [0, 1) by default.
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> rand(Generator& gen, Dynamic... extents) {
-    Tensor<T, Ds...> t{Shape<Ds...>(detail::make_extents(dims<Ds...>{}, extents...))};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("rand", extents...)};
     gen.fill_uniform(t.elements());
     return t;
 }

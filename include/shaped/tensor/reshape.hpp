@@ -42,7 +42,7 @@ namespace detail {
 template <Dim Old, Dim Outer, Dim Inner>
 inline constexpr bool product_fits = [] {
     if constexpr (Old::is_static && Outer::is_static && Inner::is_static)
-        return Outer::extent * Inner::extent == Old::extent;
+        return checked_product(Outer::extent, Inner::extent) == Old::extent;
     else
         return true;
 }();
@@ -54,9 +54,10 @@ using named_dim_diag = std::conditional_t<count_named<D, List> == 0,
                                           diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>>;
 
 // "shaped::split: the product of the new extents differs from the old extent: C(384) is not NH(6) x HS(32)"
+// A product that overflows differs from every extent.
 template <Dim Old, Dim Outer, Dim Inner>
 void check_reshape_extents(std::string_view operation, std::size_t old, std::size_t outer, std::size_t inner) {
-    if (outer * inner != old)
+    if (checked_product(outer, inner) != old)
         throw shape_error("shaped::" + std::string(operation) +
                           ": the product of the new extents differs from the old extent: " +
                           describe_dim(Old::name.view(), old) + " is not " + describe_dim(Outer::name.view(), outer) +
@@ -146,12 +147,15 @@ auto merge(E&& x) {
             using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D>, slice_dims<axis + 2, List::rank, List>>;
             const auto old_extents = x.extents();
             const std::size_t outer = old_extents[axis], inner = old_extents[axis + 1];
+            const auto merged_extent = checked_product(outer, inner);
             if constexpr (D::is_static) detail::check_reshape_extents<D, Outer, Inner>("merge", D::extent, outer, inner);
+            else if (!merged_extent)
+                detail::checked_element_count("merge", List{}, old_extents, 1);  // throws: x's extents do not fit
 
             extents_of<NewDims> new_extents{};
             for (std::size_t i = 0; i < List::rank; ++i)
                 if (i != axis + 1) new_extents[i <= axis ? i : i - 1] = old_extents[i];
-            new_extents[axis] = outer * inner;
+            new_extents[axis] = *merged_extent;
 
             if constexpr (detail::reshape_as_view<E>) {
                 const auto old_strides = x.strides();

@@ -36,9 +36,18 @@ namespace detail {
 // larger ones live on the heap, so that a Tensor on the stack cannot overflow it.
 inline constexpr std::size_t max_inline_bytes = 16 * 1024;
 
+// Whether static extents fit in memory at all (core/extents.hpp); dynamic ones are checked
+// when the tensor is made.
+template <class T, Dim... Ds>
+constexpr bool static_dims_fit = [] {
+    if constexpr ((Ds::is_static && ...)) return static_extents_fit<sizeof(T), Ds::extent...>;
+    else return true;
+}();
+
 template <class T, Dim... Ds>
 constexpr bool stores_inline = [] {
-    if constexpr ((Ds::is_static && ...)) return (Ds::extent * ... * std::size_t{1}) * sizeof(T) <= max_inline_bytes;
+    if constexpr ((Ds::is_static && ...) && static_dims_fit<T, Ds...>)
+        return (Ds::extent * ... * std::size_t{1}) * sizeof(T) <= max_inline_bytes;
     else return false;
 }();
 
@@ -193,7 +202,10 @@ public:
     auto transpose() const& { return shaped::transpose<A, B>(*this); }
 
 private:
+    // Every constructor allocates here, after checking that the extents fit in memory.
     void allocate(const extents_type& extents) {
+        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
+        detail::checked_element_count("Tensor", dims_type{}, extents, sizeof(T));
         if constexpr (detail::stores_inline<T, Ds...>) {
             storage_.fill(T{});
         } else {

@@ -67,6 +67,7 @@ public:
     View(T* data, const extents_type& extents, const strides_type& strides)
         : data_(data), extents_(extents), strides_(strides) {
         detail::check_extents_fit("View", dims_type{}, extents);
+        detail::checked_element_count("View", dims_type{}, extents, sizeof(T));
     }
 
     // A read-only view of a writable one.
@@ -83,8 +84,7 @@ public:
         if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
             (void)detail::assign_diag<dims_type, dims_of<E>>{};
         } else {
-            if (source.extents() != extents_)
-                throw shape_error("shaped::View: the assigned expression's extents differ from the view's");
+            detail::check_extents_equal("View", dims_type{}, extents_, source.extents());
             kernels::assign(*this, source);
         }
         return *this;

@@ -1,0 +1,17 @@
+// Rule: a Tensor's static extents must fit in memory: A(2^62) x B(8) floats span 2^67 bytes,
+// whose count would wrap in a size_t.
+// expect-error: shaped::Tensor: the static extents' element count does not fit in memory
+// expect-error: extents_overflow<.*name<'A'>, 4611686018427387904>, .*name<'B'>, 8>
+#include <shaped/shaped.hpp>
+
+#ifdef SHAPED_COMPILE_FAIL_CONTROL
+using A = shaped::dim<"A", 4>;
+#else
+using A = shaped::dim<"A", 4611686018427387904ull>;
+#endif
+using B = shaped::dim<"B", 8>;
+
+int main() {
+    shaped::Tensor<float, A, B> t;
+    (void)t;
+}
