@@ -1,13 +1,25 @@
 // BLAS calls, compiled once: every matmul in shaped ends here.
 #include <shaped/kernels/blas.hpp>
 
+#include <shaped/core/shape_error.hpp>
+
 #include <cblas.h>
+
+#include <limits>
+#include <string>
 
 namespace shaped::kernels::blas {
 
 namespace {
 CBLAS_TRANSPOSE flag(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }
-blasint blas_int(std::size_t n) { return static_cast<blasint>(n); }
+// BLAS counts in blasint (32 bits in Debian's OpenBLAS): a larger extent or stride would be
+// cut short, and the product silently wrong.
+blasint blas_int(std::size_t n) {
+    if (n > static_cast<std::size_t>(std::numeric_limits<blasint>::max()))
+        throw shape_error("shaped::matmul: an extent or stride of " + std::to_string(n) +
+                          " exceeds the largest BLAS can take, " + std::to_string(std::numeric_limits<blasint>::max()));
+    return static_cast<blasint>(n);
+}
 }  // namespace
 
 void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,

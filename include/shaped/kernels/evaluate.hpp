@@ -16,7 +16,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace shaped::kernels {
 
@@ -260,6 +263,7 @@ void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s) {
     constexpr std::size_t last = rank_of<E> - 1;
     const auto extents = target.extents();
     const std::size_t n = extents[Axis];
+    if (target.size() == 0) return;
     if constexpr (Axis == last) {
         if constexpr (Strided<E>) {
             const auto& src = s.operand();
@@ -349,23 +353,77 @@ void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi>& node) {
     assign(target, aside);
 }
 
+// One reduction along the middle dim of a row-major (outer, n, inner) array, into the
+// row-major (outer, inner) array `out`. Floating sums accumulate in double; an empty dim sums to
+// 0 and has no mean or variance (NaN), as in torch; max and min (n > 0) propagate NaN, as
+// torch's do.
+template <class Op, class T>
+void reduce_lines(const T* in, std::size_t outer, std::size_t n, std::size_t inner, T* out) {
+    using acc_t = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+    std::vector<acc_t> acc(inner);
+    for (std::size_t o = 0; o < outer; ++o) {
+        const T* block = in + o * n * inner;
+        T* result = out + o * inner;
+        if constexpr (std::is_same_v<Op, op::max> || std::is_same_v<Op, op::min>) {
+            std::copy(block, block + inner, result);
+            for (std::size_t i = 1; i < n; ++i)
+                for (std::size_t j = 0; j < inner; ++j) {
+                    const T x = block[i * inner + j];
+                    const bool is_nan = std::is_floating_point_v<T> && x != x;
+                    if (is_nan || (std::is_same_v<Op, op::max> ? x > result[j] : x < result[j])) result[j] = x;
+                }
+        } else {
+            std::fill(acc.begin(), acc.end(), acc_t{});
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = 0; j < inner; ++j) acc[j] += static_cast<acc_t>(block[i * inner + j]);
+            const acc_t count = static_cast<acc_t>(n);
+            for (std::size_t j = 0; j < inner; ++j) {
+                if constexpr (std::is_same_v<Op, op::sum>) {
+                    result[j] = static_cast<T>(acc[j]);
+                } else if constexpr (std::is_same_v<Op, op::mean>) {
+                    result[j] = static_cast<T>(acc[j] / count);
+                } else {
+                    static_assert(std::is_same_v<Op, op::var>);
+                    // Unbiased, about the mean (two passes); fewer than two elements have none.
+                    if (n < 2) {
+                        result[j] = std::numeric_limits<T>::quiet_NaN();
+                        continue;
+                    }
+                    const acc_t mean = acc[j] / count;
+                    acc_t squares{};
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const acc_t d = static_cast<acc_t>(block[i * inner + j]) - mean;
+                        squares += d * d;
+                    }
+                    result[j] = static_cast<T>(squares / (count - 1));
+                }
+            }
+        }
+    }
+}
+
 template <class Target, class Op, std::size_t Axis, class E>
 void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r) {
     using T = value_type_of<Target>;
-    auto x = eval(r.operand());
-    const auto& xs = x.xtensor();
-    auto&& out = writable(target);
-    if constexpr (std::is_same_v<Op, op::sum>) xt::noalias(out) = xt::sum(xs, {Axis});
-    else if constexpr (std::is_same_v<Op, op::mean>) xt::noalias(out) = xt::mean(xs, {Axis});
-    else if constexpr (std::is_same_v<Op, op::max>) xt::noalias(out) = xt::amax(xs, {Axis});
-    else if constexpr (std::is_same_v<Op, op::min>) xt::noalias(out) = xt::amin(xs, {Axis});
-    else {
-        static_assert(std::is_same_v<Op, op::var>);
-        const auto n = static_cast<T>(xs.shape()[Axis]);
-        const auto mean = xt::eval(xt::mean(xs, {Axis}, xt::keep_dims));
-        auto centred = xt::eval(xs - mean);
-        xt::noalias(out) = xt::sum(centred * centred, {Axis}) / (n - T{1});
+    const auto extents = r.operand().extents();
+    const std::size_t n = extents[Axis];
+    if constexpr (std::is_same_v<Op, op::max> || std::is_same_v<Op, op::min>) {
+        if (n == 0) {
+            using D = dim_at<Axis, dims_of<E>>;
+            throw shape_error(std::string("shaped::") + (std::is_same_v<Op, op::max> ? "max" : "min") +
+                              ": the reduced dim " + shaped::detail::describe_dim(D::name.view(), n) +
+                              " is empty, and has no " + (std::is_same_v<Op, op::max> ? "maximum" : "minimum"));
+        }
     }
+    std::size_t outer = 1, inner = 1;
+    for (std::size_t i = 0; i < Axis; ++i) outer *= extents[i];
+    for (std::size_t i = Axis + 1; i < extents.size(); ++i) inner *= extents[i];
+    if (outer == 0 || inner == 0) return;  // nothing to write
+    const auto x = eval(r.operand());
+    if (target.is_contiguous()) return reduce_lines<Op>(x.data(), outer, n, inner, target.data());
+    auto aside = tensor_for<T, dims_of<Target>>(typename tensor_for<T, dims_of<Target>>::shape_type(target.extents()));
+    reduce_lines<Op>(x.data(), outer, n, inner, aside.data());
+    assign(target, aside);
 }
 
 template <class Target, class E, bool Upper>

@@ -169,6 +169,26 @@ void small_matmul(const T* a, std::ptrdiff_t a_row, std::ptrdiff_t a_col, const 
         }
     }
 }
+// target *= beta (beta 0: zeros, never reading target): a product over an empty inner dim.
+template <class Target, class T>
+void scale_elements(Target& target, T beta) {
+    constexpr std::size_t r = rank_of<Target>;
+    const auto extents = target.extents();
+    const auto strides = target.strides();
+    std::size_t count = 1;
+    for (const std::size_t e : extents) count *= e;
+    std::array<std::size_t, r> index{};
+    for (std::size_t e = 0; e < count; ++e) {
+        std::ptrdiff_t offset = 0;
+        for (std::size_t i = 0; i < r; ++i) offset += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
+        auto& element = target.data()[offset];
+        element = beta == T{0} ? T{0} : beta * element;
+        for (std::size_t i = r; i-- > 0;) {
+            if (++index[i] < extents[i]) break;
+            index[i] = 0;
+        }
+    }
+}
 }  // namespace detail
 
 // target = alpha * (lhs @ rhs) + beta * target. Target is a Tensor or a View with unit column
@@ -183,6 +203,9 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
     const auto out_extents = target.extents();
     const auto out_strides = target.strides();
     const std::size_t m = out_extents[cr - 2], n = out_extents[cr - 1], k = lhs.extents[lr - 1];
+    if (target.size() == 0) return;
+    if (k == 0) return detail::scale_elements(target, beta);  // BLAS's answer, without its pointers
+
 
     if constexpr (constexpr std::size_t size = detail::static_product_size<Target, L>();
                   size > 0 && size <= detail::small_product) {
