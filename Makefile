@@ -6,6 +6,7 @@
 #   make test-gcc   build and test with g++ only          (build/gcc)
 #   make test-clang build and test with clang++ only      (build/clang)
 #   make asan       build and test with ASan + UBSan      (build/asan)
+#   make fuzz       fuzz the .npy and safetensors readers, FUZZ_SECONDS each (build/fuzz)
 #   make bench      shaped vs hand-written vs PyTorch, one table (build/gcc/bench/results.json)
 #   make compile-times  compile time and peak memory of the contract programs and examples
 #   make fixtures   regenerate the PyTorch parity fixtures (needs python3-torch)
@@ -22,6 +23,10 @@ PYTHON     ?= /usr/bin/python3
 BENCH_THREADS     ?= 1
 BENCH_REPETITIONS ?= 5
 BENCH_ENV = OPENBLAS_NUM_THREADS=$(BENCH_THREADS) OMP_NUM_THREADS=$(BENCH_THREADS)
+# Seconds `make fuzz` runs each fuzzer, and the fuzzers (targets of tests/fuzz, each
+# shaped_<name>_fuzz with a seed corpus tests/fuzz/corpus/<name> and a dictionary <name>.dict).
+FUZZ_SECONDS ?= 600
+FUZZERS := npy safetensors
 
 # Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
 # a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
@@ -30,7 +35,7 @@ EXAMPLES := section1_attention section2_unit_variance section3_kv_cache
 # Debian packages to build and test shaped.
 DEPS_BUILD := g++ clang-14 cmake make pkg-config libxtensor-dev libxsimd-dev \
               xtl-dev libxtensor-blas-dev libopenblas-dev nlohmann-json3-dev catch2 \
-              libbenchmark-dev
+              libbenchmark-dev libclang-rt-14-dev
 # Debian packages only the side-by-side PyTorch scripts need (make fixtures, make bench).
 DEPS_PYTHON := python3-torch python3-numpy
 
@@ -68,7 +73,7 @@ endef
 # The recipes below run CMake builds that are parallel themselves: keep make serial, so that
 # `make test` runs g++ first and clang++ second even under make -j.
 .NOTPARALLEL:
-.PHONY: all deps deps-python build demo test test-gcc test-clang asan bench compile-times fixtures clean
+.PHONY: all deps deps-python build demo test test-gcc test-clang asan fuzz bench compile-times fixtures clean
 
 all: build
 
@@ -105,6 +110,23 @@ asan: deps
 	$(call configure,build/asan,$(CXX_GCC),RelWithDebInfo,-DSHAPED_SANITIZE=ON)
 	cmake --build build/asan -j $(JOBS)
 	ctest --test-dir build/asan $(CTEST_FLAGS)
+
+# Each fuzzer in turn, one process, on a corpus kept between runs in build/fuzz/corpus/<name>,
+# which the committed seeds are copied into (never over an existing file); crashing inputs are
+# saved in build/fuzz/artifacts/<name>/. libFuzzer prints its final stats (runs, exec/s, ...).
+fuzz: deps
+	$(call configure,build/fuzz,$(CXX_CLANG),$(BUILD_TYPE),-DSHAPED_BUILD_FUZZ=ON \
+		-DSHAPED_BUILD_TESTS=OFF -DSHAPED_BUILD_EXAMPLES=OFF -DSHAPED_BUILD_BENCH=OFF)
+	cmake --build build/fuzz -j $(JOBS) --target $(FUZZERS:%=shaped_%_fuzz)
+	@set -e; for name in $(FUZZERS); do \
+		echo "==> shaped_$${name}_fuzz for $(FUZZ_SECONDS) s"; \
+		mkdir -p build/fuzz/corpus/$$name build/fuzz/artifacts/$$name; \
+		cp -n tests/fuzz/corpus/$$name/* build/fuzz/corpus/$$name/; \
+		./build/fuzz/tests/fuzz/shaped_$${name}_fuzz -max_total_time=$(FUZZ_SECONDS) \
+			-print_final_stats=1 -timeout=30 -dict=tests/fuzz/$$name.dict \
+			-artifact_prefix=build/fuzz/artifacts/$$name/ \
+			build/fuzz/corpus/$$name; \
+	done
 
 # shaped, the hand-written baselines and PyTorch eager on the same cases, one table. Every side
 # runs with BENCH_THREADS threads (OpenBLAS's, shaped's pool, torch.set_num_threads): 1 by
