@@ -108,6 +108,40 @@ TEMPLATE_TEST_CASE("broadcasting by position from the right", "[elementwise]", f
     ref::require_close(ref::values(outer), want, tol<V>());
 }
 
+// An operand that broadcasts, nested inside another elementwise node whose own operands agree:
+// (x + bias) + c, exp(x + bias). With every extent static, xtensor once judged such a chain by
+// its outer operands alone and read the bias linearly, past its end.
+TEMPLATE_TEST_CASE("a broadcasting operand nested in a larger elementwise expression", "[elementwise]", float, double) {
+    using V = TestType;
+    shaped::Tensor<V, B, T, C> x, c;
+    shaped::Tensor<V, C> bias;
+    shaped::Tensor<V, T, C> pos;
+    ref::fill(x, 40);
+    ref::fill(c, 41);
+    ref::fill(bias, 42);
+    ref::fill(pos, 43);
+    const auto xv = ref::values(x), cv = ref::values(c), bv = ref::values(bias), pv = ref::values(pos);
+    const auto plus_bias = zip(xv, bv, std::plus<>{});
+
+    const shaped::Tensor<V, B, T, C> nested_left = (x + bias) + c;
+    ref::require_close(ref::values(nested_left), zip(plus_bias, cv, std::plus<>{}), tol<V>() * 2);
+    const shaped::Tensor<V, B, T, C> nested_right = c * (bias - x);
+    ref::require_close(ref::values(nested_right),
+                       zip(cv, zip(xv, bv, [](double a, double b) { return b - a; }), std::multiplies<>{}), tol<V>() * 4);
+    const shaped::Tensor<V, B, T, C> unary = shaped::exp(x + bias);
+    ref::require_close(ref::values(unary), map(plus_bias, [](double v) { return std::exp(v); }), tol<V>() * 8);
+    const shaped::Tensor<V, B, T, C> deep = shaped::tanh((pos * x + bias) * V{2}) + c;
+    std::vector<double> want(xv.size());
+    for (std::size_t i = 0; i < xv.size(); ++i)
+        want[i] = std::tanh((pv[i % pv.size()] * xv[i] + bv[i % bv.size()]) * 2) + cv[i];
+    ref::require_close(ref::values(deep), want, tol<V>() * 8);
+    // The same with dynamic extents, which xtensor checks at run time.
+    const shaped::Tensor<V, B, Td, Cd> xd = x, cd = c;
+    const shaped::Tensor<V, Cd> bd = bias;
+    const shaped::Tensor<V, B, Td, Cd> dynamic = (xd + bd) + cd;
+    ref::require_close(ref::values(dynamic), zip(plus_bias, cv, std::plus<>{}), tol<V>() * 2);
+}
+
 TEMPLATE_TEST_CASE("broadcasting along a middle dim of extent one", "[elementwise]", float, double) {
     using V = TestType;
     using H = shaped::dim<"H", 4>;

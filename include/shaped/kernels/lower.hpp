@@ -6,6 +6,7 @@
 #include <shaped/tensor/tensor.hpp>
 
 #include <xtensor/xadapt.hpp>
+#include <xtensor/xbroadcast.hpp>
 #include <xtensor/xbuilder.hpp>
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xmath.hpp>
@@ -205,9 +206,26 @@ struct apply<op::cast<To>> {
 };
 }  // namespace detail
 
+namespace detail {
+// An operand lowered to an xtensor expression of static shape that broadcasts against its node
+// is spread to the node's extents explicitly. xtensor 0.24 judges an expression of static
+// shapes by its direct operands alone: (x + bias) + c, whose outer operands agree, was assigned
+// linearly, reading the bias inside it past its end.
+template <class Node, class E>
+decltype(auto) lower_operand(const Node& node, const E& operand) {
+    using lowered = std::decay_t<decltype(lower(operand))>;
+    if constexpr (!std::is_same_v<dims_of<E>, dims_of<Node>> && !std::is_same_v<E, scalar<value_type_of<E>>> &&
+                  xt::detail::is_fixed<typename lowered::shape_type>::value)
+        return xt::broadcast(lower(operand), node.extents());
+    else
+        return lower(operand);
+}
+}  // namespace detail
+
 template <class Op, class... Es>
 auto lower(const elementwise<Op, Es...>& e) {
-    return std::apply([](const auto&... operand) { return detail::apply<Op>::on(lower(operand)...); }, e.operands());
+    return std::apply([&](const auto&... operand) { return detail::apply<Op>::on(detail::lower_operand(e, operand)...); },
+                      e.operands());
 }
 
 }  // namespace shaped::kernels
