@@ -4,6 +4,8 @@
 
 #include <shaped/io/npy.hpp>
 
+#include "fuzz_support.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +19,9 @@
 
 namespace {
 
+using fuzz_support::byte_count;
+using fuzz_support::require;
+
 using A = shaped::dim<"A">;
 using B = shaped::dim<"B">;
 using C = shaped::dim<"C">;
@@ -25,39 +30,13 @@ using Three = shaped::dim<"Three", 3>;
 
 constexpr std::string_view source_name = "fuzz";
 
-// Aborts, so that libFuzzer saves the input: used for broken invariants, which throw nothing.
-void require(bool holds, const char* invariant) {
-    if (holds) return;
-    std::fprintf(stderr, "npy_fuzz: invariant broken: %s\n", invariant);
-    std::abort();
-}
-
-// product(shape) * item_size, or nothing when it overflows; 0 whenever an extent is 0.
-std::optional<std::size_t> byte_count(std::span<const std::size_t> shape, std::size_t item_size) {
-    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
-    std::size_t total = item_size;
-    for (const std::size_t extent : shape) {
-        if (total > std::numeric_limits<std::size_t>::max() / extent) return std::nullopt;
-        total *= extent;
-    }
-    return total;
-}
-
 // from_npy<T, Ds...>, which may refuse the array only with io_error or shape_error. Returns
 // whether it loaded; a loaded tensor must hold the array's extents and bytes.
 template <class T, class... Ds>
 bool try_load(const shaped::io::npy_array& array) {
     try {
         const auto tensor = shaped::io::from_npy<T, Ds...>(array, source_name);
-        const auto extents = tensor.extents();
-        require(std::equal(extents.begin(), extents.end(), array.shape.begin(), array.shape.end()),
-                "a loaded tensor has the array's extents");
-        // A view computes the tensor's strides, as every indexing and slicing does.
-        const auto view = tensor.view();
-        require(view.extents() == extents && view.size() == tensor.size(), "a tensor's view has its extents");
-        require(tensor.size() * sizeof(T) == array.data.size(), "a loaded tensor holds the array's bytes");
-        require(tensor.size() == 0 || std::memcmp(tensor.data(), array.data.data(), array.data.size()) == 0,
-                "a loaded tensor holds the array's values");
+        fuzz_support::require_loaded_as(tensor, array.shape, array.data);
         return true;
     } catch (const shaped::io::io_error&) {
     } catch (const shaped::shape_error&) {

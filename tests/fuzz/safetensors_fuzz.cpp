@@ -5,6 +5,8 @@
 
 #include <shaped/io/safetensors.hpp>
 
+#include "fuzz_support.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,16 +27,12 @@
 
 namespace {
 
+using fuzz_support::byte_count;
+using fuzz_support::require;
+
 using A = shaped::dim<"A">;
 using B = shaped::dim<"B">;
 using C = shaped::dim<"C">;
-
-// Aborts, so that libFuzzer saves the input: used for broken invariants, which throw nothing.
-void require(bool holds, const char* invariant) {
-    if (holds) return;
-    std::fprintf(stderr, "safetensors_fuzz: invariant broken: %s\n", invariant);
-    std::abort();
-}
 
 // Per process, so that the jobs of -fork or -jobs never share a file; in memory, so that the
 // write per input costs no disk I/O.
@@ -71,32 +69,13 @@ std::optional<std::size_t> element_size(std::string_view dtype) {
     return std::nullopt;
 }
 
-std::optional<std::size_t> byte_count(std::span<const std::size_t> shape, std::size_t item_size) {
-    if (std::find(shape.begin(), shape.end(), std::size_t{0}) != shape.end()) return 0;
-    std::size_t total = item_size;
-    for (const std::size_t extent : shape) {
-        if (total > std::numeric_limits<std::size_t>::max() / extent) return std::nullopt;
-        total *= extent;
-    }
-    return total;
-}
-
 // load<T, Ds...>, which may refuse only with io_error or shape_error; a loaded tensor must hold
 // the bytes read() gave (BOOL alike: both normalise to 0 or 1).
 template <class T, class... Ds>
 bool try_load(const shaped::io::safetensors_file& file, const std::string& name, std::span<const std::byte> raw) {
     try {
         const auto tensor = file.load<T, Ds...>(name);
-        const auto& shape = file.info(name).shape;
-        const auto extents = tensor.extents();
-        require(std::equal(extents.begin(), extents.end(), shape.begin(), shape.end()),
-                "a loaded tensor has the header's extents");
-        // A view computes the tensor's strides, as every indexing and slicing does.
-        const auto view = tensor.view();
-        require(view.extents() == extents && view.size() == tensor.size(), "a tensor's view has its extents");
-        require(tensor.size() * sizeof(T) == raw.size(), "a loaded tensor holds the tensor's bytes");
-        require(raw.empty() || std::memcmp(tensor.data(), raw.data(), raw.size()) == 0,
-                "a loaded tensor holds the bytes read() gives");
+        fuzz_support::require_loaded_as(tensor, file.info(name).shape, raw);
         return true;
     } catch (const shaped::io::io_error&) {
     } catch (const shaped::shape_error&) {

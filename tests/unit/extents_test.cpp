@@ -2,6 +2,7 @@
 // the dims, or the right (empty) answer: never a size that wrapped, a stride that overflowed, or
 // a read outside an allocation (these tests also run under ASan and UBSan: make asan).
 
+#include "file_support.hpp"
 #include "reference.hpp"
 
 #include <shaped/shaped.hpp>
@@ -16,6 +17,7 @@
 namespace {
 
 using Catch::Matchers::Contains;
+using file_support::error_message;
 using A = shaped::dim<"A">;
 using Bd = shaped::dim<"B">;
 using Cd = shaped::dim<"C">;
@@ -25,44 +27,33 @@ using C3 = shaped::dim<"C", 3>;
 
 constexpr std::size_t size_max = std::numeric_limits<std::size_t>::max();
 
-template <class E>
-std::string message_of(const auto& action) {
-    try {
-        action();
-    } catch (const E& error) {
-        return error.what();
-    }
-    FAIL("expected the action to throw");
-    return {};
-}
-
 }  // namespace
 
 TEST_CASE("extents whose element count overflows are a shape_error naming the dims", "[core][extents]") {
     const A wraps{size_max / 3 + 1};  // x 3 wraps to 2
     const Bd three{3};
     SECTION("each factory names itself") {
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::zeros<float, A, Bd>(wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::zeros<float, A, Bd>(wraps, three); }),
                    Contains("shaped::zeros: extents (A=6148914691236517206, B=3) of 4-byte elements span more than"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::ones<float, A, Bd>(wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::ones<float, A, Bd>(wraps, three); }),
                    Contains("shaped::ones: extents (A=6148914691236517206, B=3)"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::full<float, A, Bd>(1.0f, wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::full<float, A, Bd>(1.0f, wraps, three); }),
                    Contains("shaped::full"));
         shaped::Generator gen(1);
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::randn<float, A, Bd>(gen, wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::randn<float, A, Bd>(gen, wraps, three); }),
                    Contains("shaped::randn"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::rand<float, A, Bd>(gen, wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::rand<float, A, Bd>(gen, wraps, three); }),
                    Contains("shaped::rand"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::arange<float, A>(A{size_max}); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::arange<float, A>(A{size_max}); }),
                    Contains("shaped::arange"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::tensor<float, A, Bd>({1.0f, 2.0f}, wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::tensor<float, A, Bd>({1.0f, 2.0f}, wraps, three); }),
                    Contains("shaped::tensor"));
     }
     SECTION("the constructors") {
         using Tensor = shaped::Tensor<float, A, Bd>;
-        CHECK_THAT(message_of<shaped::shape_error>([&] { Tensor t(wraps, three); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { Tensor t(wraps, three); }),
                    Contains("shaped::Tensor: extents (A=6148914691236517206, B=3)"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { Tensor t{Tensor::shape_type({size_max / 3 + 1, 3})}; }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { Tensor t{Tensor::shape_type({size_max / 3 + 1, 3})}; }),
                    Contains("shaped::Tensor: extents (A=6148914691236517206, B=3)"));
     }
     SECTION("one extent whose bytes overflow, though its element count fits") {
@@ -71,7 +62,7 @@ TEST_CASE("extents whose element count overflows are a shape_error naming the di
         CHECK_THROWS_AS((shaped::zeros<float, A>(A{size_max})), shaped::shape_error);  // not std::bad_alloc
     }
     SECTION("an empty tensor whose other extents would overflow its strides") {
-        CHECK_THAT(message_of<shaped::shape_error>(
+        CHECK_THAT(error_message<shaped::shape_error>(
                        [&] { (void)shaped::zeros<float, A, Bd, Cd>(A{0}, Bd{2}, Cd{8831398157261209593u}); }),
                    Contains("(A=0, B=2, C=8831398157261209593)"));
     }
@@ -84,7 +75,7 @@ TEST_CASE("extents whose element count overflows are a shape_error naming the di
     SECTION("a view over extents that do not fit") {
         float one = 0;
         using View = shaped::View<float, A, Bd>;
-        CHECK_THAT(message_of<shaped::shape_error>([&] { View v(&one, {size_max / 3 + 1, 3}, {0, 0}); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { View v(&one, {size_max / 3 + 1, 3}, {0, 0}); }),
                    Contains("shaped::View: extents (A=6148914691236517206, B=3)"));
     }
 }
@@ -110,7 +101,7 @@ TEST_CASE("split refuses new extents whose product wraps to the old one", "[resh
     auto x = shaped::zeros<float, C4>();
     // (2^63 + 2) x 2 = 2^64 + 4, which wraps to 4.
     const A outer{(std::size_t{1} << 63) + 2};
-    CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::split<C4, A, shaped::dim<"B", 2>>(x, outer); }),
+    CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::split<C4, A, shaped::dim<"B", 2>>(x, outer); }),
                Contains("shaped::split: the product of the new extents differs from the old extent: C(4) is not "
                         "A(9223372036854775810) x B(2)"));
     CHECK_THROWS_AS((shaped::split<C4, A, shaped::dim<"B", 2>>(shaped::eval(x), outer)), shaped::shape_error);
@@ -129,9 +120,9 @@ TEST_CASE("reductions along an empty dim: torch's answers, or a shape_error for 
         }
     }
     SECTION("max and min name the empty dim") {
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::eval(shaped::max<T>(x)); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::eval(shaped::max<T>(x)); }),
                    Contains("shaped::max: the reduced dim T(0) is empty"));
-        CHECK_THAT(message_of<shaped::shape_error>([&] { (void)shaped::eval(shaped::min<-1>(x)); }),
+        CHECK_THAT(error_message<shaped::shape_error>([&] { (void)shaped::eval(shaped::min<-1>(x)); }),
                    Contains("shaped::min: the reduced dim T(0) is empty"));
     }
     SECTION("along a dim that is not empty, of an empty tensor: an empty result") {
@@ -189,7 +180,7 @@ TEST_CASE("an expression of the wrong extent assigned into a View names the dim"
     auto big = shaped::zeros<float, B2, T>(T{5});
     auto window = shaped::slice<T>(big, 0, 4);
     const auto three = shaped::ones<float, B2, T>(T{3});
-    CHECK_THAT(message_of<shaped::shape_error>([&] { window = three * 2.0f; }),
+    CHECK_THAT(error_message<shaped::shape_error>([&] { window = three * 2.0f; }),
                Contains("shaped::View: target's dim T(4) does not meet assigned expression's dim T(3)"));
     CHECK(ref::values(big) == std::vector<double>(10, 0.0));
 }

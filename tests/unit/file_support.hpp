@@ -1,6 +1,7 @@
 #pragma once
 // What the file-format tests (npy_test.cpp, safetensors_test.cpp) share: a scratch directory,
-// whole files as bytes, and the message of the exception an action must throw.
+// whole files as bytes, and the message of the exception an action must throw (which
+// extents_test.cpp uses too).
 
 #include <catch2/catch.hpp>
 
