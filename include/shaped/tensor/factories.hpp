@@ -6,37 +6,39 @@
 #include <shaped/tensor/random.hpp>
 #include <shaped/tensor/tensor.hpp>
 
+#include <array>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 
 namespace shaped {
 
 namespace detail {
-// The shape a factory makes from its dynamic extents, checked to fit in memory under the
-// factory's own name.
-template <class T, Dim... Ds, DynamicDim... Dynamic>
-Shape<Ds...> factory_shape(std::string_view factory, const Dynamic&... extents) {
-    const auto all = make_extents(dims<Ds...>{}, extents...);
-    checked_element_count(factory, dims<Ds...>{}, all, sizeof(T));
-    return Shape<Ds...>(all);
+// The shape a factory makes, checked to fit in memory under the factory's own name. The
+// factory makes the extents itself, so that a wrong dynamic extent is reported one frame from
+// the caller.
+template <class T, Dim... Ds>
+Shape<Ds...> factory_shape(std::string_view factory, const std::array<std::size_t, sizeof...(Ds)>& extents) {
+    checked_element_count(factory, dims<Ds...>{}, extents, sizeof(T));
+    return Shape<Ds...>(extents);
 }
 }  // namespace detail
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> full(T value, Dynamic... extents) {
-    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("full", extents...)};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("full", detail::make_extents(dims<Ds...>{}, extents...))};
     t.xtensor().fill(value);
     return t;
 }
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> zeros(Dynamic... extents) {
-    return Tensor<T, Ds...>{detail::factory_shape<T, Ds...>("zeros", extents...)};
+    return Tensor<T, Ds...>{detail::factory_shape<T, Ds...>("zeros", detail::make_extents(dims<Ds...>{}, extents...))};
 }
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> ones(Dynamic... extents) {
-    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("ones", extents...)};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("ones", detail::make_extents(dims<Ds...>{}, extents...))};
     t.xtensor().fill(T{1});
     return t;
 }
@@ -44,7 +46,7 @@ Tensor<T, Ds...> ones(Dynamic... extents) {
 // 0, 1, ..., n-1 along the one dim D.
 template <class T, Dim D, DynamicDim... Dynamic>
 Tensor<T, D> arange(Dynamic... extents) {
-    Tensor<T, D> t{detail::factory_shape<T, D>("arange", extents...)};
+    Tensor<T, D> t{detail::factory_shape<T, D>("arange", detail::make_extents(dims<D>{}, extents...))};
     for (std::size_t i = 0; i < t.size(); ++i) t.data()[i] = static_cast<T>(i);
     return t;
 }
@@ -52,7 +54,7 @@ Tensor<T, D> arange(Dynamic... extents) {
 // From values in row-major order; their count must be the product of the extents.
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> tensor(std::initializer_list<T> values, Dynamic... extents) {
-    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("tensor", extents...)};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("tensor", detail::make_extents(dims<Ds...>{}, extents...))};
     if (values.size() != t.size())
         throw shape_error("shaped::tensor: " + std::to_string(values.size()) + " values do not fill " +
                           std::to_string(t.size()) + " elements");
@@ -62,7 +64,7 @@ Tensor<T, Ds...> tensor(std::initializer_list<T> values, Dynamic... extents) {
 
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> randn(Generator& gen, Dynamic... extents) {
-    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("randn", extents...)};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("randn", detail::make_extents(dims<Ds...>{}, extents...))};
     gen.fill_normal(t.elements());
     return t;
 }
@@ -70,7 +72,7 @@ Tensor<T, Ds...> randn(Generator& gen, Dynamic... extents) {
 // Uniform in [low, high), [0, 1) by default.
 template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> rand(Generator& gen, Dynamic... extents) {
-    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("rand", extents...)};
+    Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("rand", detail::make_extents(dims<Ds...>{}, extents...))};
     gen.fill_uniform(t.elements());
     return t;
 }

@@ -78,7 +78,10 @@ public:
     Tensor()
         requires dims_type::all_static
     {
-        allocate(extents_type{Ds::extent...});
+        // Static extents that cannot fit are checked in each constructor (not in allocate), so
+        // that the error is one frame from the caller.
+        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
+        else allocate(extents_type{Ds::extent...});
     }
 
     // Dynamic extents given as dim values, one per dynamic dim, in order: Tensor<float, B, T>(T{5}).
@@ -90,6 +93,7 @@ public:
 
     // Zero-filled with the given extents, checked against the static ones.
     explicit Tensor(const shape_type& shape) {
+        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
         detail::check_extents_fit("Tensor", dims_type{}, shape.extents());
         allocate(shape.extents());
     }
@@ -106,6 +110,8 @@ public:
     Tensor(E&& source) {
         if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
             (void)detail::assign_diag<dims_type, dims_of<E>>{};
+        } else if constexpr (!detail::static_dims_fit<T, Ds...>) {
+            (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
         } else {
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
@@ -204,7 +210,6 @@ public:
 private:
     // Every constructor allocates here, after checking that the extents fit in memory.
     void allocate(const extents_type& extents) {
-        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
         detail::checked_element_count("Tensor", dims_type{}, extents, sizeof(T));
         if constexpr (detail::stores_inline<T, Ds...>) {
             storage_.fill(T{});
