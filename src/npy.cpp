@@ -391,30 +391,6 @@ std::vector<std::byte> make_header(dtype type, std::span<const std::size_t> shap
 
 }  // namespace
 
-std::string_view dtype_name(dtype type) {
-    switch (type) {
-        case dtype::f32: return "float32";
-        case dtype::f64: return "float64";
-        case dtype::i32: return "int32";
-        case dtype::i64: return "int64";
-        case dtype::u8: return "uint8";
-        case dtype::b1: return "bool";
-    }
-    return "unknown dtype";
-}
-
-std::size_t dtype_size(dtype type) {
-    switch (type) {
-        case dtype::f32: return 4;
-        case dtype::f64: return 8;
-        case dtype::i32: return 4;
-        case dtype::i64: return 8;
-        case dtype::u8: return 1;
-        case dtype::b1: return 1;
-    }
-    return 0;
-}
-
 npy_array parse_npy(std::span<const std::byte> bytes, std::string_view what) {
     return parse_with_context(bytes, "parse_npy: " + std::string(what) + ": ");
 }

@@ -315,6 +315,12 @@ std::string_view safetensors_dtype_name(dtype type) {
     return "unknown dtype";
 }
 
+std::optional<dtype> dtype_from_safetensors(std::string_view name) {
+    for (const dtype type : {dtype::f32, dtype::f64, dtype::i32, dtype::i64, dtype::u8, dtype::b1})
+        if (safetensors_dtype_name(type) == name) return type;
+    return std::nullopt;
+}
+
 struct safetensors_file::state {
     std::filesystem::path path;
     std::map<std::string, safetensors_info, std::less<>> tensors;

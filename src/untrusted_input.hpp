@@ -4,7 +4,7 @@
 // shape as messages show it. Byte counts come from core/extents.hpp, which checks them.
 
 #include "shaped/core/extents.hpp"
-#include "shaped/io/npy_format.hpp"
+#include "shaped/io/core.hpp"
 
 #include <algorithm>
 #include <cstddef>

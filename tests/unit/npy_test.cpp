@@ -3,6 +3,7 @@
 
 #include "shaped/io/npy.hpp"
 #include "shaped/io/npy_format.hpp"
+#include "shaped/tensor/factories.hpp"
 
 #include "file_support.hpp"
 
@@ -544,5 +545,66 @@ TEST_CASE("every truncation and header byte flip of a valid file fails cleanly",
                 CHECK_NOTHROW(parse_or_io_error());
             }
         }
+    }
+}
+
+// ---- typed loading -------------------------------------------------------------------------
+
+TEST_CASE("load_npy checks the dtype and shows both whole shapes when the dims do not fit", "[io][npy]") {
+    using H = shaped::dim<"H", 4>;
+    using C = shaped::dim<"C", 6>;
+    using Tdyn = shaped::dim<"T">;
+    scratch_dir dir;
+    const fs::path weight = dir / "key_weight.npy";
+    shaped::io::save_npy(weight, shaped::ones<float, C, H>());  // (6, 4): stored (in, out)
+
+    const auto shape_message = [&](auto load) { return error_message<shaped::shape_error>(load); };
+    SECTION("a file of the declared shape loads") {
+        const auto w = shaped::io::load_npy<float, C, H>(weight);
+        CHECK(w.extents() == std::array<std::size_t, 2>{6, 4});
+        CHECK(shaped::io::load_npy<float, Tdyn, H>(weight).extents() == std::array<std::size_t, 2>{6, 4});
+    }
+    SECTION("a weight stored transposed") {
+        const auto message = shape_message([&] { (void)shaped::io::load_npy<float, H, C>(weight); });
+        CHECK_THAT(message, Contains("shaped::io::load_npy: " + weight.string() +
+                                     ": the file's shape (6, 4) does not fit the declared shape (H=4, C=6): "
+                                     "it is the declared shape transposed"));
+    }
+    SECTION("transposed, against a dynamic dim, which shows as its name alone") {
+        const auto message = shape_message([&] { (void)shaped::io::load_npy<float, H, Tdyn>(weight); });
+        CHECK_THAT(message, Contains("the file's shape (6, 4) does not fit the declared shape (H=4, T): "
+                                     "it is the declared shape transposed"));
+    }
+    SECTION("an extent that differs, not transposed") {
+        using H5 = shaped::dim<"H", 5>;
+        const auto message = shape_message([&] { (void)shaped::io::load_npy<float, C, H5>(weight); });
+        CHECK_THAT(message, Contains("the file's shape (6, 4) does not fit the declared shape (C=6, H=5): "
+                                     "H is 4 in the file, not 5"));
+        CHECK_THAT(message, !Contains("transposed"));
+    }
+    SECTION("a square shape that differs is not called transposed") {
+        const fs::path square = dir / "square.npy";
+        shaped::io::save_npy(square, shaped::ones<float, C, C>());
+        const auto message = shape_message([&] { (void)shaped::io::load_npy<float, H, C>(square); });
+        CHECK_THAT(message, Contains("the file's shape (6, 6) does not fit the declared shape (H=4, C=6): "
+                                     "H is 6 in the file, not 4"));
+        CHECK_THAT(message, !Contains("transposed"));
+    }
+    SECTION("a rank that differs") {
+        const auto message = shape_message([&] { (void)shaped::io::load_npy<float, Tdyn, C, H>(weight); });
+        CHECK_THAT(message, Contains("the file's shape (6, 4) does not fit the declared shape (T, C=6, H=4): "
+                                     "it has 2 dims, not 3"));
+        const auto one = shape_message([&] { (void)shaped::io::load_npy<float, H>(weight); });
+        CHECK_THAT(one, Contains("the file's shape (6, 4) does not fit the declared shape (H=4): it has 2 dims, not 1"));
+    }
+    SECTION("a dtype other than the element type's is an io_error") {
+        const auto message = error_message<io_error>([&] { (void)shaped::io::load_npy<double, C, H>(weight); });
+        CHECK_THAT(message, Contains("shaped::io::load_npy: " + weight.string() +
+                                     ": holds float32, but the tensor's elements are float64; no conversion is done"));
+    }
+    SECTION("an array built by hand with too few bytes for its shape is refused") {
+        const npy_array array{dtype::f32, {2}, std::vector<std::byte>(4)};
+        CHECK_THAT(error_message<io_error>([&] { (void)shaped::io::from_npy<float, shaped::dim<"K">>(array, "hand-made"); }),
+                   Contains("shaped::io::from_npy: hand-made: holds 4 data bytes, but its shape needs 8"));
     }
 }

@@ -305,16 +305,26 @@ TEST_CASE("safetensors: loading checks the dtype, the dims and the name", "[io][
 
     SECTION("a dtype other than the element type's is refused, not converted") {
         const auto message = error_message<io::io_error>([&] { (void)file.load<double, B, T, C>("x"); });
-        CHECK_THAT(message, Contains("model.safetensors") && Contains(R"(tensor "x")") && Contains("holds F32") && Contains("F64"));
+        CHECK_THAT(message, Contains(R"(shaped::io::safetensors_file::load: )" + (dir / "model.safetensors").string() +
+                                     R"(: tensor "x": holds F32 (float32), but the tensor's elements are float64; no conversion is done)"));
     }
     SECTION("a static extent that differs") {
         using T5 = shaped::dim<"T", 5>;
         const auto message = error_message<shaped::shape_error>([&] { (void)file.load<float, B, T5, C>("x"); });
-        CHECK_THAT(message, Contains("model.safetensors") && Contains(R"(tensor "x")") && Contains("T(5)") && Contains("T(4)"));
+        CHECK_THAT(message, Contains(R"(model.safetensors: tensor "x": the file's shape (2, 4, 6) does not fit the declared shape (B=2, T=5, C=6): T is 4 in the file, not 5)"));
+        CHECK_THAT(message, !Contains("transposed"));
     }
     SECTION("a rank that differs") {
         const auto message = error_message<shaped::shape_error>([&] { (void)file.load<float, B, T>("x"); });
-        CHECK_THAT(message, Contains(R"(tensor "x": has 3 dims (2, 4, 6), the tensor type declares 2 (B, T))"));
+        CHECK_THAT(message, Contains(R"(tensor "x": the file's shape (2, 4, 6) does not fit the declared shape (B=2, T=4): it has 3 dims, not 2)"));
+        const auto dynamic = error_message<shaped::shape_error>([&] { (void)file.load<float, Tdyn, C>("x"); });
+        CHECK_THAT(dynamic, Contains(R"(tensor "x": the file's shape (2, 4, 6) does not fit the declared shape (T, C=6): it has 3 dims, not 2)"));
+    }
+    SECTION("a weight stored transposed") {
+        const auto message = error_message<shaped::shape_error>([&] { (void)file.load<float, C, C>("x"); });
+        CHECK_THAT(message, Contains("it has 3 dims, not 2") && !Contains("transposed"));
+        const auto reversed = error_message<shaped::shape_error>([&] { (void)file.load<float, C, T, B>("x"); });
+        CHECK_THAT(reversed, Contains(R"(tensor "x": the file's shape (2, 4, 6) does not fit the declared shape (C=6, T=4, B=2): it is the declared shape transposed)"));
     }
     SECTION("a name the file lacks, with the names it has that are close") {
         const auto message = error_message<io::io_error>([&] { (void)file.load<float, C, C>("c_attn.weight"); });
@@ -502,7 +512,7 @@ TEST_CASE("load_parameters leaves the layer unchanged when any parameter fails",
         });
         Attention layer = original;
         const auto message = error_message<shaped::shape_error>([&] { io::load_parameters(layer, dir / "bad.safetensors"); });
-        CHECK_THAT(message, Contains(R"(tensor "c_proj.bias")") && Contains("C(12)") && Contains("C(11)"));
+        CHECK_THAT(message, Contains(R"(tensor "c_proj.bias": the file's shape (11,) does not fit the declared shape (C=12): C is 11 in the file, not 12)"));
         require_same_parameters(layer, original);
     }
     SECTION("a parameter missing") {
@@ -512,6 +522,22 @@ TEST_CASE("load_parameters leaves the layer unchanged when any parameter fails",
         CHECK_THAT(message, Contains(R"(no tensor named "c_proj.bias")"));
         require_same_parameters(layer, original);
     }
+}
+
+TEST_CASE("load_parameters says so when a weight is stored transposed, as a Conv1D checkpoint stores it", "[io][safetensors][nn]") {
+    scratch_dir dir;
+    shaped::Generator gen(14);
+    const shaped::nn::Linear<C, T> source(gen);  // weight (T=4, C=6), as torch.nn.Linear stores it
+    const auto transposed = shaped::ones<float, C, T>();
+    std::vector<io::safetensors_view> views{{"proj.weight", "F32", {6, 4}, std::as_bytes(transposed.elements())},
+                                            {"proj.bias", "F32", {4}, std::as_bytes(source.bias.elements())}};
+    io::write_safetensors(dir / "conv1d.safetensors", views);
+
+    shaped::nn::Linear<C, T> layer = source;
+    const auto message = error_message<shaped::shape_error>([&] { io::load_parameters(layer, dir / "conv1d.safetensors", "proj."); });
+    CHECK_THAT(message, Contains("shaped::io::safetensors_file::load: " + (dir / "conv1d.safetensors").string() +
+                                 R"(: tensor "proj.weight": the file's shape (6, 4) does not fit the declared shape (T=4, C=6): it is the declared shape transposed)"));
+    require_same_parameters(layer, source);
 }
 
 TEST_CASE("safetensors: damaged files load or are refused, never crash", "[io][safetensors][mutation]") {

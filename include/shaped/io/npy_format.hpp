@@ -1,36 +1,19 @@
 #pragma once
 // Shape-agnostic reading and writing of NumPy .npy files (format versions 1.0, 2.0 and 3.0).
 //
-// This layer knows nothing about shaped's typed tensors: it moves a dtype, a shape and a block
-// of bytes in and out of files, and checks everything a file claims before trusting it. The
-// typed loaders in io/ build on it and compare the shape it reports with the tensor's dims.
+// This layer does not look at shaped's typed tensors: it moves a dtype, a shape and a block of
+// bytes in and out of files, and checks everything a file claims before trusting it. The typed
+// loaders of io/npy.hpp hand what it reads to io/core.hpp's typed_tensor.
+
+#include <shaped/io/core.hpp>
 
 #include <cstddef>
 #include <filesystem>
 #include <span>
-#include <stdexcept>
-#include <string>
 #include <string_view>
 #include <vector>
 
 namespace shaped::io {
-
-// Raised for files that are missing, corrupt, or do not match what the caller asked for. The
-// message names the file (or the byte source) and what is wrong with it.
-class io_error : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
-
-// The element types shaped stores. Anything else in a file (float16, complex, strings,
-// objects, structured records) is rejected with the file's own dtype string in the message.
-enum class dtype { f32, f64, i32, i64, u8, b1 };
-
-// NumPy's name for the type: "float32", "float64", "int32", "int64", "uint8", "bool".
-std::string_view dtype_name(dtype type);
-
-// Bytes per element: 4, 8, 4, 8, 1, 1.
-std::size_t dtype_size(dtype type);
 
 // An array as read from a file, normalised so that callers never need to look at the header
 // again: elements are in C (row-major) order and in the host's byte order, and bools are 0 or

@@ -1,6 +1,7 @@
 #pragma once
 // Typed safetensors reading and writing (https://github.com/huggingface/safetensors), and the
-// loading and saving of a layer's parameters by their PyTorch state_dict names.
+// loading and saving of a layer's parameters by their PyTorch state_dict names (io/core.hpp's
+// load_parameters, with a safetensors file as the source).
 //
 //   shaped::io::safetensors_file file("model.safetensors");    // header parsed and checked
 //   auto w = file.load<float, C3, C>("c_attn.weight");          // dtype and dims checked
@@ -12,17 +13,19 @@
 // match what the caller asks for, is an io_error (or a shape_error for dims that do not fit)
 // naming the file, the tensor and what is wrong — never a silent wrong answer.
 
-#include <shaped/io/npy.hpp>
+#include <shaped/io/core.hpp>
+#include <shaped/kernels/evaluate.hpp>
+#include <shaped/tensor/tensor.hpp>
 
 #include <cstddef>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace shaped::io {
@@ -40,6 +43,8 @@ struct safetensors_info {
 
 // The safetensors spelling of a shaped element type: "F32", "F64", "I32", "I64", "U8", "BOOL".
 std::string_view safetensors_dtype_name(dtype type);
+// The element type a safetensors dtype names, if shaped stores it (none for "BF16", ...).
+std::optional<dtype> dtype_from_safetensors(std::string_view name);
 
 // A safetensors file opened for reading. The constructor reads and validates the header as the
 // reference implementation does (a sane header length, a JSON object, every entry's fields
@@ -58,10 +63,10 @@ public:
     const safetensors_info& info(std::string_view name) const;
     const safetensors_metadata& metadata() const;
 
-    // The tensor `name` as a Tensor<T, Ds...>. Its dtype must be T's exactly (F32 for float,
-    // F64 for double; no conversion), else io_error; its shape must fit the dims — static
-    // extents exactly, dynamic ones taken from the file — else shape_error naming the file,
-    // the tensor and the dims.
+    // The tensor `name` as a Tensor<T, Ds...> (io/core.hpp's typed_tensor). Its dtype must be
+    // T's exactly (F32 for float, F64 for double; no conversion), else io_error; its shape must
+    // fit the dims — static extents exactly, dynamic ones taken from the file — else
+    // shape_error naming the file and the tensor and showing both shapes.
     template <class T, Dim... Ds>
     Tensor<T, Ds...> load(std::string_view name) const;
 
@@ -102,13 +107,10 @@ class safetensors_writer {
 public:
     template <Expression E>
     void add(std::string name, const E& e) {
-        using T = value_type_of<E>;
         const auto t = eval(e);
-        const auto extents = t.extents();
-        const auto bytes = std::as_bytes(std::span<const T>(t.data(), t.size()));
-        entries_.push_back({std::move(name), std::string(safetensors_dtype_name(dtype_of<T>())),
-                            std::vector<std::size_t>(extents.begin(), extents.end()),
-                            std::vector<std::byte>(bytes.begin(), bytes.end())});
+        tensor_bytes bytes = bytes_of(std::move(name), t);
+        entries_.push_back({std::move(bytes.name), std::string(safetensors_dtype_name(bytes.type)), std::move(bytes.shape),
+                            std::vector<std::byte>(bytes.data.begin(), bytes.data.end())});
     }
     void add_metadata(std::string key, std::string value) { metadata_[std::move(key)] = std::move(value); }
     void save(const std::filesystem::path& path) const;
@@ -126,43 +128,9 @@ private:
 
 // ---- layer parameters ----------------------------------------------------------------------
 //
-// An nn layer names its parameters as PyTorch's state_dict does, through
-// `layer.for_each_parameter(f)`, which calls f(name, tensor) for each.
+// io/core.hpp's load_parameters takes a safetensors_file as its source; these take a path.
 
-template <class Layer>
-concept HasParameters = requires(Layer& layer) {
-    layer.for_each_parameter([](std::string_view, auto&) {});
-};
-
-namespace detail {
-template <class P>
-struct tensor_loader;
-template <class T, Dim... Ds>
-struct tensor_loader<Tensor<T, Ds...>> {
-    static Tensor<T, Ds...> load(const safetensors_file& file, std::string_view name) {
-        return file.template load<T, Ds...>(name);
-    }
-};
-}  // namespace detail
-
-// Fills every parameter of `layer` from the tensor named prefix + its name (e.g. prefix
-// "transformer.h.0.attn." and "c_attn.weight"). Tensors in the file that the layer does not
-// name are ignored; a missing one is an io_error naming it. Strong guarantee: every parameter
-// is read and checked first, and the layer is assigned only when all of them succeeded, so a
-// file that does not fit leaves the layer as it was.
-template <HasParameters Layer>
-void load_parameters(Layer& layer, const safetensors_file& file, std::string_view prefix = "") {
-    std::vector<std::function<void()>> assign_all;
-    layer.for_each_parameter([&](std::string_view name, auto& parameter) {
-        using P = std::remove_cvref_t<decltype(parameter)>;
-        auto value = std::make_shared<P>(detail::tensor_loader<P>::load(file, std::string(prefix) + std::string(name)));
-        assign_all.push_back([&parameter, value] { parameter = std::move(*value); });
-    });
-    // Every parameter is read and checked: now assign them, which cannot throw (a Tensor's move
-    // assignment is noexcept).
-    for (const auto& assign : assign_all) assign();
-}
-
+// load_parameters from the safetensors file at `path`.
 template <HasParameters Layer>
 void load_parameters(Layer& layer, const std::filesystem::path& path, std::string_view prefix = "") {
     load_parameters(layer, safetensors_file(path), prefix);
@@ -174,14 +142,9 @@ template <HasParameters Layer>
 void save_parameters(const std::filesystem::path& path, const Layer& layer,
                      const safetensors_metadata& metadata = {}, std::string_view prefix = "") {
     std::vector<safetensors_view> views;
-    layer.for_each_parameter([&](std::string_view name, const auto& parameter) {
-        using T = typename std::remove_cvref_t<decltype(parameter)>::value_type;
-        const auto extents = parameter.extents();
-        views.push_back({std::string(prefix) + std::string(name),
-                         std::string(safetensors_dtype_name(dtype_of<T>())),
-                         std::vector<std::size_t>(extents.begin(), extents.end()),
-                         std::as_bytes(std::span<const T>(parameter.data(), parameter.size()))});
-    });
+    for (tensor_bytes& parameter : parameter_bytes(layer, prefix))
+        views.push_back({std::move(parameter.name), std::string(safetensors_dtype_name(parameter.type)),
+                         std::move(parameter.shape), parameter.data});
     write_safetensors(path, views, metadata);
 }
 
@@ -189,27 +152,10 @@ void save_parameters(const std::filesystem::path& path, const Layer& layer,
 
 template <class T, Dim... Ds>
 Tensor<T, Ds...> safetensors_file::load(std::string_view name) const {
-    constexpr std::size_t rank = sizeof...(Ds);
     const safetensors_info& entry = info(name);
-    const std::string_view wanted = safetensors_dtype_name(dtype_of<T>());
-    if (entry.dtype != wanted)
-        throw io_error("shaped::io::safetensors_file::load: " + where(name) + ": holds " + entry.dtype + ", but the tensor type's elements are " +
-                       std::string(wanted) + " (" + std::string(dtype_name(dtype_of<T>())) +
-                       "); no conversion is done");
-    if (entry.shape.size() != rank) {
-        std::string declared;
-        ((declared += (declared.empty() ? "" : ", ") + std::string(Ds::name.view())), ...);
-        std::string found;
-        for (const std::size_t extent : entry.shape) found += (found.empty() ? "" : ", ") + std::to_string(extent);
-        throw shape_error("shaped::io::safetensors_file::load: " + where(name) + ": has " + std::to_string(entry.shape.size()) + " dims (" + found +
-                          "), the tensor type declares " + std::to_string(rank) + " (" + declared + ")");
-    }
-    std::array<std::size_t, rank> extents{};
-    std::copy(entry.shape.begin(), entry.shape.end(), extents.begin());
-    shaped::detail::check_extents_fit("io::safetensors_file::load: " + where(name), dims<Ds...>{}, extents);
-    Tensor<T, Ds...> t{Shape<Ds...>(extents)};
-    read(name, std::as_writable_bytes(std::span<T>(t.data(), t.size())));
-    return t;
+    const std::string context = "shaped::io::safetensors_file::load: " + where(name);
+    const stored_tensor stored{context, entry.dtype, dtype_from_safetensors(entry.dtype), entry.shape};
+    return typed_tensor<T, Ds...>(stored, [&](std::span<std::byte> out) { read(name, out); });
 }
 
 }  // namespace shaped::io

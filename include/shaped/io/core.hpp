@@ -1,0 +1,192 @@
+#pragma once
+// What every file format in io/ shares: the errors, the element types shaped stores, the one
+// typed conversion from what a file holds (dtype, shape, bytes) to a Tensor<T, Ds...>, and the
+// loading and saving of a layer's parameters by name. A format supplies only its bytes:
+//
+//   shaped::io::load_parameters(attn, shaped::io::safetensors_file("model.safetensors"));
+//   shaped::io::load_parameters(attn, shaped::io::npy_directory("weights/"));
+//
+// A tensor whose stored shape does not fit its declared dims is a shape_error worded the same
+// for every format, showing both whole shapes:
+//
+//   shaped::io::safetensors_file::load: model.safetensors: tensor "c_attn.weight": the file's
+//   shape (48, 144) does not fit the declared shape (C3=144, C=48): it is the declared shape transposed
+
+#include <shaped/tensor/tensor.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace shaped::io {
+
+// Raised for files that are missing, corrupt, or do not match what the caller asked for. The
+// message names the file (or the byte source) and what is wrong with it.
+class io_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The element types shaped stores. Anything else in a file (float16, complex, strings,
+// objects, structured records) is refused with the file's own name for its dtype.
+enum class dtype { f32, f64, i32, i64, u8, b1 };
+
+// NumPy's name for the type: "float32", "float64", "int32", "int64", "uint8", "bool".
+std::string_view dtype_name(dtype type);
+
+// Bytes per element: 4, 8, 4, 8, 1, 1.
+std::size_t dtype_size(dtype type);
+
+// The dtype of a tensor's elements; no other element type can be read or written.
+template <class T>
+constexpr dtype dtype_of() {
+    if constexpr (std::is_same_v<T, float>) return dtype::f32;
+    else if constexpr (std::is_same_v<T, double>) return dtype::f64;
+    else if constexpr (std::is_same_v<T, std::int32_t>) return dtype::i32;
+    else if constexpr (std::is_same_v<T, std::int64_t>) return dtype::i64;
+    else if constexpr (std::is_same_v<T, std::uint8_t>) return dtype::u8;
+    else if constexpr (std::is_same_v<T, bool>) return dtype::b1;
+    else static_assert(sizeof(T) == 0, "shaped::io: no file dtype for this element type");
+}
+
+// One tensor as a file describes it, before its bytes are read.
+struct stored_tensor {
+    std::string_view where;              // names it in messages: the function, the file, the tensor
+    std::string_view dtype_spelling;     // the file's own name for its dtype ("F32", "float32", "BF16")
+    std::optional<dtype> type;           // none for a dtype shaped does not store
+    std::span<const std::size_t> shape;  // empty for a 0-d tensor
+};
+
+// The stored tensor as a Tensor<T, Ds...>, its bytes (C order, host byte order, bools 0 or 1)
+// written by read_bytes(std::span<std::byte>) once the dtype and shape are checked. The dtype
+// must be T's exactly (no conversion), else io_error; the shape must fit the dims — static
+// extents exactly, dynamic ones taken from the file — else shape_error.
+template <class T, Dim... Ds, class ReadBytes>
+Tensor<T, Ds...> typed_tensor(const stored_tensor& stored, ReadBytes&& read_bytes);
+
+// ---- a layer's parameters ------------------------------------------------------------------
+//
+// An nn layer names its parameters as PyTorch's state_dict does, through
+// `layer.for_each_parameter(f)`, which calls f(name, tensor) for each.
+
+template <class Layer>
+concept HasParameters = requires(Layer& layer) {
+    layer.for_each_parameter([](std::string_view, auto&) {});
+};
+
+// Where load_parameters takes tensors from: anything with `source.load<T, Ds...>(name)` (a
+// safetensors_file, an npy_directory).
+template <class Source>
+concept TensorSource = requires(const Source& source, std::string_view name) {
+    source.template load<float>(name);
+};
+
+// Fills every parameter of `layer` from the tensor named prefix + its name (e.g. prefix
+// "transformer.h.0.attn." and "c_attn.weight"). Tensors the layer does not name are ignored;
+// a missing one is the source's error. Strong guarantee: every parameter is read and checked
+// first, and the layer is assigned only when all of them succeeded, so a source that does not
+// fit leaves the layer as it was.
+template <HasParameters Layer, TensorSource Source>
+void load_parameters(Layer& layer, const Source& source, std::string_view prefix = "");
+
+// A tensor's bytes as a format writes them, read in place (they must outlive the write).
+struct tensor_bytes {
+    std::string name;
+    dtype type;
+    std::vector<std::size_t> shape;
+    std::span<const std::byte> data;  // C order, host byte order
+};
+
+template <class T, Dim... Ds>
+tensor_bytes bytes_of(std::string name, const Tensor<T, Ds...>& tensor);
+
+// Every parameter of `layer`, named prefix + its name, for a format to write.
+template <HasParameters Layer>
+std::vector<tensor_bytes> parameter_bytes(const Layer& layer, std::string_view prefix = "");
+
+// ---- implementation ------------------------------------------------------------------------
+
+namespace detail {
+
+// A declared dim as the shape check sees it: its name, and its extent when static.
+struct declared_dim {
+    std::string_view name;
+    std::optional<std::size_t> extent;
+};
+
+template <Dim D>
+constexpr declared_dim declared() {
+    if constexpr (D::is_static) return {D::name.view(), D::extent};
+    else return {D::name.view(), std::nullopt};
+}
+
+// io_error unless the stored dtype is `wanted`.
+void check_dtype(const stored_tensor& stored, dtype wanted);
+
+// shape_error, showing both shapes, unless the stored shape fits the declared dims.
+void check_shape_fits(const stored_tensor& stored, std::span<const declared_dim> declared);
+
+template <class P>
+struct tensor_loader;
+template <class T, Dim... Ds>
+struct tensor_loader<Tensor<T, Ds...>> {
+    template <class Source>
+    static Tensor<T, Ds...> load(const Source& source, const std::string& name) {
+        return source.template load<T, Ds...>(name);
+    }
+};
+
+}  // namespace detail
+
+template <class T, Dim... Ds, class ReadBytes>
+Tensor<T, Ds...> typed_tensor(const stored_tensor& stored, ReadBytes&& read_bytes) {
+    static constexpr std::array<detail::declared_dim, sizeof...(Ds)> declared{detail::declared<Ds>()...};
+    detail::check_dtype(stored, dtype_of<T>());
+    detail::check_shape_fits(stored, declared);
+    std::array<std::size_t, sizeof...(Ds)> extents{};
+    for (std::size_t i = 0; i < extents.size(); ++i) extents[i] = stored.shape[i];  // the ranks agree: checked
+    Tensor<T, Ds...> tensor{Shape<Ds...>(extents)};
+    read_bytes(std::as_writable_bytes(std::span<T>(tensor.data(), tensor.size())));
+    return tensor;
+}
+
+template <HasParameters Layer, TensorSource Source>
+void load_parameters(Layer& layer, const Source& source, std::string_view prefix) {
+    std::vector<std::function<void()>> assign_all;
+    layer.for_each_parameter([&](std::string_view name, auto& parameter) {
+        using P = std::remove_cvref_t<decltype(parameter)>;
+        auto value = std::make_shared<P>(detail::tensor_loader<P>::load(source, std::string(prefix) + std::string(name)));
+        assign_all.push_back([&parameter, value] { parameter = std::move(*value); });
+    });
+    // Every parameter is read and checked: now assign them, which cannot throw (a Tensor's move
+    // assignment is noexcept).
+    for (const auto& assign : assign_all) assign();
+}
+
+template <class T, Dim... Ds>
+tensor_bytes bytes_of(std::string name, const Tensor<T, Ds...>& tensor) {
+    const auto extents = tensor.extents();
+    return {std::move(name), dtype_of<T>(), std::vector<std::size_t>(extents.begin(), extents.end()),
+            std::as_bytes(std::span<const T>(tensor.data(), tensor.size()))};
+}
+
+template <HasParameters Layer>
+std::vector<tensor_bytes> parameter_bytes(const Layer& layer, std::string_view prefix) {
+    std::vector<tensor_bytes> all;
+    layer.for_each_parameter([&](std::string_view name, const auto& parameter) {
+        all.push_back(bytes_of(std::string(prefix) + std::string(name), parameter));
+    });
+    return all;
+}
+
+}  // namespace shaped::io
