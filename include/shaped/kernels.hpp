@@ -1,5 +1,7 @@
 #pragma once
 // Layer 4: where expressions are lowered and run.
+// The checks first, so that a failed one is reported under the shortest chain of includes.
+#include <shaped/kernels/diagnostics.hpp>
 #include <shaped/kernels/attention.hpp>
 #include <shaped/kernels/concat.hpp>
 #include <shaped/kernels/evaluate.hpp>

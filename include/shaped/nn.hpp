@@ -1,5 +1,7 @@
 #pragma once
 // Layer 5: layers with typed parameters.
+// The checks first, so that a failed one is reported under the shortest chain of includes.
+#include <shaped/nn/diagnostics.hpp>
 #include <shaped/nn/attention.hpp>
 #include <shaped/nn/block.hpp>
 #include <shaped/nn/kv_cache.hpp>

@@ -1,12 +1,17 @@
 #pragma once
-// Compile-time diagnostics. A static rule that fails instantiates one of the checks below; the
-// compiler then prints the check's name with the offending dims as template arguments, and the
-// static_assert's message naming the operation. Names are spelled as packs of chars because
-// clang prints those as 'H' where it would print a string argument as {{72, 0}}.
+// Compile-time diagnostics: the vocabulary every layer's rules are written in. A static rule that
+// fails instantiates its check, a struct template whose static_assert names the operation; the
+// compiler then prints the check's name with the offending dims as template arguments. Names are
+// spelled as packs of chars because clang prints those as 'H' where it would print a string
+// argument as {{72, 0}}.
 //
-//   error: static assertion failed: shaped::matmul: lhs dim does not meet rhs dim
-//   In instantiation of 'struct shaped::diag::matmul_inner_dims<
+//   error: static assertion failed: shaped::<operation>: <the rule, in words>
+//   In instantiation of 'struct shaped::diag::<rule><
 //       shaped::diag::dim<shaped::diag::name<'H'>, 16>, shaped::diag::dim<shaped::diag::name<'T'>, 4> >'
+//
+// Here are the dims as shown, the placeholder a failed operation returns, and the rules of this
+// layer's own dim lookup; each layer above keeps its rules in the diagnostics.hpp of its folder,
+// in this namespace.
 
 #include <shaped/core/dims.hpp>
 
@@ -59,42 +64,8 @@ using show_dims = typename detail::show_list<List>::type;
 
 // One check per rule. An operation instantiates a check only when its rule fails (always with
 // the offending dims as arguments, so the assertion fires); a passing program pays nothing.
-template <class... Shown>
-struct matmul_inner_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::matmul: the last dim of lhs does not meet the second-to-last dim of rhs");
-};
-
-template <class... Shown>
-struct matmul_batch_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::matmul: the batch dims of lhs and rhs do not meet");
-};
-
-template <class... Shown>
-struct matmul_rank {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::matmul: each operand needs at least two dims");
-};
-
-template <class... Shown>
-struct broadcast_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::broadcast: operands' aligned dims differ in name or extent");
-};
-
-template <class... Shown>
-struct masked_fill_mask {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::masked_fill: the mask's dims do not broadcast to the tensor's dims");
-};
-
-template <class... Shown>
-struct where_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::where: condition and values do not broadcast together");
-};
-
+// The rules of finding a dim by name or by position (core/dims.hpp); the first argument names
+// the operation that looked.
 template <class... Shown>
 struct dim_not_found {
     static_assert(sizeof...(Shown) == 0,
@@ -113,124 +84,16 @@ struct axis_out_of_range {
                   "shaped: axis out of range for the tensor's rank");
 };
 
-template <class... Shown>
-struct reshape_product {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::reshape: the product of the new extents differs from the old extent");
-};
-
-template <class... Shown>
-struct reshape_not_adjacent {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::merge: only two adjacent dims, in order, can merge");
-};
-
-template <class... Shown>
-struct assign_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::Tensor: the assigned expression's dims differ from the tensor's declared dims");
-};
-
-template <class... Shown>
-struct rename_collision {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::rename: the new name is already a dim of the tensor");
-};
-
-template <class... Shown>
-struct rename_extent {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::rename: the new dim's extent differs from the renamed dim's");
-};
-
-template <class... Shown>
-struct concat_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::concat: the operands differ in a dim other than the one joined");
-};
-
-template <class... Shown>
-struct not_a_permutation {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::permute: the axes must name each dim exactly once");
-};
-
-// The dynamic dims a factory wants and the extents it was given, shown in the failed condition
-// of the factory's static_assert.
+// The dynamic dims a list declares and the extents given for them (core/shape.hpp's
+// make_extents), shown in the failed condition of its static_assert.
 template <class Wanted, class Given>
 inline constexpr bool dynamic_extents_agree = std::is_same_v<Wanted, Given>;
-
-template <class... Shown>
-struct extents_overflow {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::Tensor: the static extents' element count does not fit in memory");
-};
-
-template <class... Shown>
-struct index_count {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::Tensor: an element access takes one index per dim");
-};
-
-}  // namespace shaped::diag
-
-namespace shaped::diag {
 
 // What an operation returns after its check failed: it converts to anything, so that the one
 // diagnostic that matters is not followed by a cascade of unrelated errors.
 struct failed {
     template <class Any>
     operator Any() const;
-};
-
-}  // namespace shaped::diag
-
-namespace shaped::diag {
-
-// The KV cache and the attention layers (nn/). The first argument names the layer or operation.
-template <class... Shown>
-struct cache_layout {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::KVCache: a cache's dims are static, (B, S, HS) or (B, NH, S, HS), S the capacity");
-};
-
-template <class... Shown>
-struct cache_append_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::KVCache::append: the new keys' or values' dims do not meet the cache's "
-                  "(batch, heads, head size)");
-};
-
-// A layer's input (nn/): the first argument names the layer, then its channel dim and the input's dims.
-template <class... Shown>
-struct layer_input {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn: the input must be (..., C), C the layer's channel dim; attention and Block take (B, T, C)");
-};
-
-template <class... Shown>
-struct attention_heads_product {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::MultiHeadAttention: heads x head size must equal the channel dim");
-};
-
-template <class... Shown>
-struct attention_cache_heads {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the cache's heads do not meet the layer's; a Head's cache is "
-                  "(B, S, HS), a MultiHeadAttention's (B, NH, S, HS)");
-};
-
-template <class... Shown>
-struct attention_cache_head_size {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the cache's head size does not meet the layer's");
-};
-
-template <class... Shown>
-struct attention_cache_batch {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the cache's batch dim does not meet the input's");
 };
 
 }  // namespace shaped::diag

@@ -70,8 +70,9 @@ inline constexpr bool extents_differ = [] {
     else return false;
 }();
 
-// Two dims can meet (in a matmul, a broadcast, an assignment) when their names agree and their
-// extents do not provably differ; a dynamic extent is checked when it is known, at run time.
+// Two dims can meet (as a product's inner dims, in a broadcast, an assignment) when their names
+// agree and their extents do not provably differ; a dynamic extent is checked when it is known,
+// at run time.
 template <Dim A, Dim B>
 inline constexpr bool can_meet = same_name<A, B> && !extents_differ<A, B>;
 

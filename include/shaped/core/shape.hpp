@@ -59,7 +59,7 @@ private:
 
 namespace detail {
 
-// The dynamic dims of a list, in order: what a factory or constructor takes after its generator.
+// The dynamic dims of a list, in order: the extents that making a value of those dims needs.
 template <class List>
 struct dynamic_dims_impl;
 template <Dim... Ds>

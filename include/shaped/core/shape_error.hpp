@@ -20,7 +20,7 @@ inline std::string describe_dim(std::string_view name, std::size_t extent) {
     return std::string(name) + "(" + std::to_string(extent) + ")";
 }
 
-// "shaped::matmul: lhs dim H(16) does not meet rhs dim T(4)"
+// "shaped::<operation>: lhs dim H(16) does not meet rhs dim T(4)"
 [[noreturn]] inline void throw_dims_do_not_meet(std::string_view operation, std::string_view lhs_role,
                                                 std::string_view lhs_name, std::size_t lhs_extent,
                                                 std::string_view rhs_role, std::string_view rhs_name,

@@ -20,15 +20,6 @@ namespace op {
 struct causal_attention {};
 }  // namespace op
 
-namespace diag {
-template <class... Shown>
-struct attention_dims {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::causal_attention: q's last dim must meet k's, k's second-to-last v's, and the batch dims "
-                  "of q, k and v must meet");
-};
-}  // namespace diag
-
 template <class Q, class K, class V>
 struct attention_dims {
     static constexpr std::size_t qr = dims_of<Q>::rank, kr = dims_of<K>::rank, vr = dims_of<V>::rank;

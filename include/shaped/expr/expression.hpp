@@ -5,6 +5,7 @@
 // scaled matmul stays recognisable as such), so the kernels layer can choose how to lower it.
 
 #include <shaped/core.hpp>
+#include <shaped/expr/diagnostics.hpp>
 
 #include <array>
 #include <concepts>

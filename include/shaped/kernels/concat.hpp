@@ -2,6 +2,7 @@
 // concat<D>(a, b, ...): tensors joined along dim D (by name or by position), as torch.cat.
 // The other dims must meet; D's extent is the sum, static where every operand's is.
 
+#include <shaped/kernels/diagnostics.hpp>
 #include <shaped/kernels/evaluate.hpp>
 
 #include <optional>

@@ -23,6 +23,10 @@
 
 namespace shaped::kernels {
 
+// The entry point, defined last: the node kernels before it run their operands through it.
+template <class Target, class Source>
+void assign(Target& target, const Source& source);
+
 namespace detail {
 
 // How an expression's reads overlap the target's elements: not at all, element for element
@@ -543,3 +547,14 @@ void assign(Target& target, const Source& source) {
 }
 
 }  // namespace shaped::kernels
+
+namespace shaped {
+
+// The tensor layer's extension point: Tensor's and View's assignments call assign_expression
+// unqualified, and find this by argument-dependent lookup (tensor/view.hpp).
+template <class Target, class Source>
+void assign_expression(Target& target, const Source& source) {
+    kernels::assign(target, source);
+}
+
+}  // namespace shaped

@@ -14,6 +14,7 @@
 //   auto keys = cache.keys();           // (B, NH, S, HS), S dynamic: the filled prefix
 
 #include <shaped/kernels.hpp>
+#include <shaped/nn/diagnostics.hpp>
 #include <shaped/tensor.hpp>
 
 #include <algorithm>

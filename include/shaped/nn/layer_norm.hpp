@@ -5,6 +5,7 @@
 // variance, normalise: three passes over a row in cache) when assigned or read by a matmul.
 
 #include <shaped/kernels.hpp>
+#include <shaped/nn/diagnostics.hpp>
 #include <shaped/tensor.hpp>
 
 #include <string_view>

@@ -47,12 +47,6 @@ inline constexpr bool product_fits = [] {
         return true;
 }();
 
-// The diagnostic for a name that is not exactly one dim of List.
-template <class Op, Dim D, class List>
-using named_dim_diag = std::conditional_t<count_named<D, List> == 0,
-                                          diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>,
-                                          diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>>;
-
 // "shaped::split: the product of the new extents differs from the old extent: C(384) is not NH(6) x HS(32)"
 // A product that overflows differs from every extent.
 template <Dim Old, Dim Outer, Dim Inner>
@@ -90,7 +84,7 @@ auto split(E&& x, Dynamic... extents) {
     // The checks are written here, in the function the user calls, so that a failure is one
     // error at the user's line.
     if constexpr (count_named<D, List> != 1) {
-        (void)detail::named_dim_diag<op::split, D, List>{};
+        (void)detail::named_diag<op::split, D, List>{};
         return diag::failed{};
     } else {
         constexpr std::size_t axis = index_named<D, List>;
@@ -128,10 +122,10 @@ template <Dim D1, Dim D2, Dim D, Expression E>
 auto merge(E&& x) {
     using List = dims_of<E>;
     if constexpr (count_named<D1, List> != 1) {
-        (void)detail::named_dim_diag<op::merge, D1, List>{};
+        (void)detail::named_diag<op::merge, D1, List>{};
         return diag::failed{};
     } else if constexpr (count_named<D2, List> != 1) {
-        (void)detail::named_dim_diag<op::merge, D2, List>{};
+        (void)detail::named_diag<op::merge, D2, List>{};
         return diag::failed{};
     } else if constexpr (index_named<D2, List> != index_named<D1, List> + 1) {
         (void)diag::reshape_not_adjacent<diag::show<D1>, diag::show<D2>, diag::show_dims<List>>{};

@@ -4,6 +4,7 @@
 // expression checks the dims, then runs the expression into this storage.
 
 #include <shaped/expr.hpp>
+#include <shaped/tensor/diagnostics.hpp>
 #include <shaped/tensor/view.hpp>
 
 #include <xtensor/xfixed.hpp>
@@ -22,13 +23,6 @@ namespace shaped {
 
 template <class T, Dim... Ds>
 class Tensor;
-
-namespace kernels {
-// Runs expression `source` into `target` (a Tensor or View of the same dims and extents).
-// Defined by the kernels layer.
-template <class Target, class Source>
-void assign(Target& target, const Source& source);
-}  // namespace kernels
 
 namespace detail {
 
@@ -116,7 +110,8 @@ public:
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
             allocate(extents);
-            kernels::assign(*this, source);
+            // Evaluated by the kernels layer, through assign_expression (see View's operator=).
+            assign_expression(*this, source);
         }
     }
 
@@ -129,11 +124,11 @@ public:
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
             if (extents == this->extents()) {
-                kernels::assign(*this, source);
+                assign_expression(*this, source);
             } else {
                 // The new storage is filled before the old is released: the source may read it.
                 Tensor resized{shape_type(extents)};
-                kernels::assign(resized, source);
+                assign_expression(resized, source);
                 *this = std::move(resized);
             }
         }

@@ -4,6 +4,7 @@
 // its owner lives and is not reallocated.
 
 #include <shaped/expr.hpp>
+#include <shaped/tensor/diagnostics.hpp>
 
 #include <array>
 #include <cstddef>
@@ -12,11 +13,6 @@
 #include <type_traits>
 
 namespace shaped {
-
-namespace kernels {
-template <class Target, class Source>
-void assign(Target& target, const Source& source);
-}  // namespace kernels
 
 namespace detail {
 
@@ -85,7 +81,10 @@ public:
             (void)detail::assign_diag<dims_type, dims_of<E>>{};
         } else {
             detail::check_extents_equal("View", dims_type{}, extents_, source.extents());
-            kernels::assign(*this, source);
+            // Evaluating is the kernels layer's work: this unqualified call finds, by argument-
+            // dependent lookup where it is instantiated, the shaped::assign_expression(target,
+            // source) that kernels/evaluate.hpp defines. This layer declares nothing of kernels.
+            assign_expression(*this, source);
         }
         return *this;
     }

@@ -1,0 +1,15 @@
+#pragma once
+// The checks of the rules of what this layer runs eagerly (concat), in the vocabulary of
+// core/diagnostics.hpp.
+
+#include <shaped/core/diagnostics.hpp>
+
+namespace shaped::diag {
+
+template <class... Shown>
+struct concat_dims {
+    static_assert(sizeof...(Shown) == 0,
+                  "shaped::concat: the operands differ in a dim other than the one joined");
+};
+
+}  // namespace shaped::diag
