@@ -8,3 +8,4 @@
 #include <shaped/tensor/reshape.hpp>
 #include <shaped/tensor/tensor.hpp>
 #include <shaped/tensor/view.hpp>
+#include <shaped/tensor/view_of.hpp>

@@ -212,6 +212,45 @@ TEMPLATE_TEST_CASE("matmul: scaled products equal the naive product scaled", "[m
     ref::require_close(ref::values(w4), want4, tol);
 }
 
+TEMPLATE_TEST_CASE("matmul: a product added to the target itself accumulates onto it", "[matmul]", float, double) {
+    using V = TestType;
+    const std::size_t b = 2, m = GENERATE(1, 5, 16), k = GENERATE(1, 7), n = GENERATE(1, 9);
+    INFO("M=" << m << " K=" << k << " N=" << n);
+    shaped::Tensor<V, Bd, Md, Kd> a(Bd{b}, Md{m}, Kd{k});
+    shaped::Tensor<V, Nd, Kd> w(Nd{n}, Kd{k});
+    shaped::Tensor<V, Bd, Md, Nd> out(Bd{b}, Md{m}, Nd{n});
+    ref::fill(a, 31);
+    ref::fill(w, 32);
+    ref::fill(out, 33);
+    const auto product = ref::matmul(ref::values(a), ref::transpose(ref::values(w), 1, n, k), b, m, n, k, m * k, 0);
+    auto want = ref::values(out);
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] += product[i];
+    const double tol = ref::tolerance<V>(k);
+    SECTION("out = out + matmul, and the operands the other way round") {
+        const auto before = out;
+        out = out + shaped::matmul(a, w.mT());
+        ref::require_close(ref::values(out), want, tol);
+        out = before;
+        out = shaped::matmul(a, w.mT()) + out;
+        ref::require_close(ref::values(out), want, tol);
+    }
+    SECTION("an addend that is another tensor, or the target read another way, is added as it is") {
+        const auto addend = out;
+        shaped::Tensor<V, Bd, Md, Nd> other(Bd{b}, Md{m}, Nd{n});
+        other = addend + shaped::matmul(a, w.mT());
+        ref::require_close(ref::values(other), want, tol);
+        if (m == n) {
+            auto square_want = ref::transpose(ref::values(out), b, m, n);
+            for (std::size_t i = 0; i < square_want.size(); ++i) square_want[i] += product[i];
+            // out's transpose, under out's own dim names: the same elements, other strides.
+            using Xd = shaped::dim<"X">;
+            const auto transposed = shaped::rename<Xd, Nd>(shaped::rename<Nd, Md>(shaped::rename<Md, Xd>(out.mT())));
+            out = transposed + shaped::matmul(a, w.mT());
+            ref::require_close(ref::values(out), square_want, tol);
+        }
+    }
+}
+
 TEMPLATE_TEST_CASE("matmul: operands that are views, slices and expressions", "[matmul]", float, double) {
     using V = TestType;
     using I = shaped::dim<"I", 4>;

@@ -152,23 +152,29 @@ struct scaled_matmul<elementwise<op::divide, matmul_node<L, R>, scalar<T>>> : st
 
 // A matmul plus a bias along its last dim, as a Linear layer with bias computes: the bias is
 // written into the target and the product added to it by the same GEMM, with no temporary.
+// The addend may also be the target itself (out = out + matmul(a, b), a residual connection):
+// the GEMM then accumulates onto it.
 template <class E>
 struct biased_matmul : std::false_type {};
+template <class Bias, class L, class R>
+inline constexpr bool is_matmul_addend =
+    Strided<std::remove_cvref_t<Bias>> && (rank_of<Bias> == 1 || rank_of<Bias> == rank_of<matmul_node<L, R>>);
 template <class L, class R, class Bias>
-    requires(Strided<std::remove_cvref_t<Bias>> && rank_of<Bias> == 1)
+    requires is_matmul_addend<Bias, L, R>
 struct biased_matmul<elementwise<op::add, matmul_node<L, R>, Bias>> : std::true_type {
     static auto& product(const auto& e) { return e.template operand<0>(); }
     static auto& bias(const auto& e) { return e.template operand<1>(); }
 };
 template <class Bias, class L, class R>
-    requires(Strided<std::remove_cvref_t<Bias>> && rank_of<Bias> == 1)
+    requires is_matmul_addend<Bias, L, R>
 struct biased_matmul<elementwise<op::add, Bias, matmul_node<L, R>>> : std::true_type {
     static auto& product(const auto& e) { return e.template operand<1>(); }
     static auto& bias(const auto& e) { return e.template operand<0>(); }
 };
 
 // target = product + bias, or false (nothing written) where the target shares memory with the
-// product's operands or its rows are not contiguous, or the bias does not span a whole row.
+// product's operands or its rows are not contiguous, or the bias does not span a whole row, or
+// a whole-array addend is not the target itself.
 template <class Target, class Source>
 bool biased_matmul_into(Target& target, const Source& source) {
     using recognised = biased_matmul<Source>;
@@ -177,8 +183,15 @@ bool biased_matmul_into(Target& target, const Source& source) {
     const auto& bias = recognised::bias(source);
     const alias_probe<Target> probe{target, footprint_of(target)};
     if (!rows_are_contiguous(target) || overlap_of(product.lhs(), probe) != overlap::none ||
-        overlap_of(product.rhs(), probe) != overlap::none || overlap_of(bias, probe) != overlap::none)
+        overlap_of(product.rhs(), probe) != overlap::none)
         return false;
+    if constexpr (rank_of<decltype(bias)> != 1) {
+        if (bias.data() != target.data() || bias.extents() != target.extents() || bias.strides() != target.strides())
+            return false;
+        matmul_into(target, product.lhs(), product.rhs(), T{1}, T{1});
+        return true;
+    }
+    if (overlap_of(bias, probe) != overlap::none) return false;
     constexpr std::size_t r = rank_of<Target>;
     const auto extents = target.extents();
     const auto strides = target.strides();
@@ -466,7 +479,7 @@ template <class Target, class Source>
 void copy_into(Target& target, const Source& source) {
     using T = value_type_of<Target>;
     constexpr std::size_t r = rank_of<Target>;
-    const auto from = in_place<T>(source);
+    const auto from = as_strided<T>(source).elements;
     if constexpr (r == 0) {
         target.data()[0] = from.data[0];
     } else {
@@ -540,7 +553,7 @@ void assign(Target& target, const Source& source) {
         std::copy(in.cbegin(), in.cend(), out.begin());
         return;
     }
-    if constexpr (detail::readable_in_place<Source> && std::is_same_v<value_type_of<Source>, T>) {
+    if constexpr (Viewable<Source> && std::is_same_v<value_type_of<Source>, T>) {
         return detail::copy_into(target, source);
     }
     xt::noalias(detail::writable(target)) = lower(source);

@@ -7,6 +7,7 @@
 
 #include <shaped/kernels/blas.hpp>
 #include <shaped/kernels/lower.hpp>
+#include <shaped/tensor/view_of.hpp>
 
 #include <xsimd/xsimd.hpp>
 
@@ -33,37 +34,12 @@ struct strided_operand {
     strided<T, R> elements;
 };
 
-namespace detail {
-template <class E>
-constexpr bool readable_in_place = Strided<E>;
-template <class E, std::array<std::size_t, rank_of<E>> Perm>
-constexpr bool readable_in_place<permute_node<E, Perm>> = readable_in_place<std::remove_cvref_t<E>>;
-template <class E, class NewDims>
-constexpr bool readable_in_place<rename_node<E, NewDims>> = readable_in_place<std::remove_cvref_t<E>>;
-
-template <class T, class E>
-strided<T, rank_of<E>> in_place(const E& e) {
-    if constexpr (Strided<E>) {
-        return {e.data(), e.extents(), e.strides()};
-    } else if constexpr (requires { E::permutation; }) {
-        const auto inner = in_place<T>(e.operand());
-        strided<T, rank_of<E>> out{inner.data, {}, {}};
-        for (std::size_t i = 0; i < rank_of<E>; ++i) {
-            out.extents[i] = inner.extents[E::permutation[i]];
-            out.strides[i] = inner.strides[E::permutation[i]];
-        }
-        return out;
-    } else {
-        return in_place<T>(e.operand());
-    }
-}
-}  // namespace detail
-
 template <class T, class E>
 auto as_strided(const E& e) {
     constexpr std::size_t R = rank_of<E>;
-    if constexpr (detail::readable_in_place<E>) {
-        return strided_operand<T, R, std::monostate>{{}, detail::in_place<T>(e)};
+    if constexpr (Viewable<E>) {
+        const auto view = view_of(e);
+        return strided_operand<T, R, std::monostate>{{}, strided<T, R>{view.data(), view.extents(), view.strides()}};
     } else {
         // The temporary lives on the heap so that elements stays valid wherever the result is
         // moved: a small Tensor keeps its elements inline and would take them along.

@@ -46,6 +46,9 @@ inline constexpr bool assignable = [] {
 template <class Target, class Source>
 using assign_diag = diag::assign_dims<diag::show_dims<Target>, diag::show_dims<Source>>;
 
+// Makes the Views view_of returns (tensor/view_of.hpp).
+struct stored_layout;
+
 }  // namespace detail
 
 template <class T, Dim... Ds>
@@ -127,6 +130,13 @@ public:
     auto transpose() const { return shaped::transpose<A, B>(*this); }
 
 private:
+    // view_of's path (tensor/view_of.hpp): the layout of elements already stored, which fits by
+    // construction, so that reading an operand in place costs no checks.
+    friend struct detail::stored_layout;
+    struct unchecked {};
+    View(unchecked, T* data, const extents_type& extents, const strides_type& strides)
+        : data_(data), extents_(extents), strides_(strides) {}
+
     T* data_;
     extents_type extents_;
     strides_type strides_;
