@@ -4,6 +4,7 @@
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/nn/attention.hpp>
 #include <shaped/nn/block.hpp>
+#include <shaped/nn/causal_self_attention.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/layer_norm.hpp>
 #include <shaped/nn/linear.hpp>

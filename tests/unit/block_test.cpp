@@ -163,7 +163,8 @@ std::vector<double> naive_mlp(const Layer& mlp, const std::vector<double>& x) {
 }
 
 // nanoGPT's CausalSelfAttention over x (batch x t x C), from the definition.
-std::vector<double> naive_attention(const Block::attention_type& attn, const std::vector<double>& x, std::size_t batch,
+template <class Attention>
+std::vector<double> naive_attention(const Attention& attn, const std::vector<double>& x, std::size_t batch,
                                     std::size_t t) {
     const std::size_t c = C::extent, hs = HS::extent;
     const auto qkv = naive_linear(x, c, ref::values(attn.c_attn.weight), 3 * c, ref::values(attn.c_attn.bias));
@@ -193,7 +194,8 @@ std::vector<double> naive_attention(const Block::attention_type& attn, const std
 }
 
 // x + attn(ln_1(x)), then x + mlp(ln_2(x)).
-std::vector<double> naive_block(const Block& block, std::vector<double> x, std::size_t batch, std::size_t t) {
+template <class AnyBlock>
+std::vector<double> naive_block(const AnyBlock& block, std::vector<double> x, std::size_t batch, std::size_t t) {
     const std::size_t c = C::extent;
     const auto a = naive_attention(
         block.attn, naive_layer_norm(x, c, ref::values(block.ln_1.weight), ref::values(block.ln_1.bias)), batch, t);
@@ -204,9 +206,10 @@ std::vector<double> naive_block(const Block& block, std::vector<double> x, std::
 }
 
 // A block with every parameter random (LayerNorm's ones and zeros would hide a swapped weight).
-Block random_block(std::uint64_t seed) {
+template <class AnyBlock = Block>
+AnyBlock random_block(std::uint64_t seed) {
     shaped::Generator gen(seed);
-    Block block(gen);
+    AnyBlock block(gen);
     ref::fill(block.ln_1.weight, seed + 1);
     ref::fill(block.ln_1.bias, seed + 2);
     ref::fill(block.ln_2.weight, seed + 3);
@@ -308,6 +311,24 @@ TEST_CASE("nn::Block decodes with its attention's cache as its full forward comp
                 else REQUIRE(y(1, i, d) == 0.0f);
             }
     }
+}
+
+TEST_CASE("a float64 Block meets the naive reference to double precision, in full and decoding", "[block][decode]") {
+    using Block64 = shaped::nn::Block<C, NH, HS, true, double>;
+    const auto block = random_block<Block64>(61);
+    STATIC_REQUIRE(std::is_same_v<std::remove_cvref_t<decltype(block.attn.c_attn.weight)>,
+                                  shaped::Tensor<double, Block64::attention_type::fused_dim, C>>);
+    STATIC_REQUIRE(std::is_same_v<Block64::cache_type<B, S>::value_type, double>);
+    shaped::Generator gen(62);
+    const std::size_t total = 11;
+    const auto x = shaped::randn<double, B, Td, C>(gen, Td{total});
+    const auto full = block(x);
+    STATIC_REQUIRE(std::is_same_v<std::remove_cvref_t<decltype(full)>, shaped::Tensor<double, B, Td, C>>);
+    // float's rounding alone is ~1e-7 here: 1e-12 holds only if every step ran in double.
+    ref::require_close(ref::values(full), naive_block(block, ref::values(x), 2, total), 1e-12);
+    Block64::cache_type<B, S> cache;
+    for (std::size_t pos = 0; pos < total; ++pos)
+        ref::require_rows_match(block(shaped::slice<Td>(x, pos, pos + 1), cache), full, pos, 1e-12);
 }
 
 TEST_CASE("a stack of two blocks decodes token by token as it runs in full", "[block][decode]") {

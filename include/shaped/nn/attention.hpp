@@ -22,14 +22,16 @@
 //                     positions of x (a ragged batch); the output at its padding positions is 0.
 //
 // Both ways give the same numbers for the same positions: attention is the only layer that
-// mixes positions, and a position sees the same keys and values either way.
+// mixes positions, and a position sees the same keys and values either way. Both run the one
+// routine of nn/causal_self_attention.hpp; each layer only names where its q, k and v come from
+// and where its result goes. The element type is the last parameter (float by default; double
+// for reference computations).
 
-#include <shaped/nn/kv_cache.hpp>
+#include <shaped/nn/causal_self_attention.hpp>
 #include <shaped/nn/linear.hpp>
 
-#include <algorithm>
-#include <cmath>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <type_traits>
 
@@ -47,18 +49,13 @@ template <class T, Dim... Ds>
     requires cache_layout<Ds...>
 inline constexpr bool is_kv_cache<KVCache<T, Ds...>> = true;
 
-// The diagnostic of a decoding call whose cache does not fit the layer or the input, or void.
-template <class Layer, class X, class Cache, Dim HS, Dim... Heads>
-consteval auto cache_misfit();
-template <class Layer, class X, class Cache, Dim HS, Dim... Heads>
-using cache_misfit_t = typename decltype(cache_misfit<Layer, X, Cache, HS, Heads...>())::type;
-
-// x is (B, T, C), C the layer's.
-template <Dim C, class X>
-inline constexpr bool input_fits = [] {
-    if constexpr (rank_of<X> != 3) return false;
-    else return can_meet<dim_at<2, dims_of<X>>, C>;
-}();
+// The diagnostic of an attention layer's call (Op names the layer) whose input x is not
+// (B, T, C), or whose cache (void for the full forward) does not fit the layer or the input;
+// void when the call fits.
+template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
+consteval auto attention_misfit();
+template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
+using attention_misfit_t = typename decltype(attention_misfit<Op, C, X, Cache, HS, Heads...>())::type;
 
 struct check_passed {};
 }  // namespace detail
@@ -66,19 +63,15 @@ struct check_passed {};
 template <class C>
 concept KeyValueCache = detail::is_kv_cache<std::remove_cvref_t<C>>;
 
-// The factor q @ k^T is scaled by, head_size^-0.5: it keeps the scores' variance near one, so
-// that softmax does not saturate as heads widen (the chapter's section 2).
-template <StaticDim HS>
-inline const float attention_scale = static_cast<float>(std::pow(static_cast<double>(HS::extent), -0.5));
-
-template <StaticDim C, StaticDim H>
+template <StaticDim C, StaticDim H, class T = float>
 class Head {
 public:
+    using value_type = T;
     using channel_dim = C;
     using head_size_dim = H;
     // The cache this head decodes with: keys and values (B, S, H), S the capacity.
     template <StaticDim B, StaticDim S>
-    using cache_type = KVCache<float, B, S, H>;
+    using cache_type = KVCache<T, B, S, H>;
 
     // Parameters zero-filled, to be loaded.
     Head() = default;
@@ -87,13 +80,21 @@ public:
 
     // The full causal forward: x (B, T, C) -> (B, T, H).
     template <Expression X>
-    auto operator()(const X& x) const;
+    auto operator()(const X& x) const {
+        // The checks are written here, in the function the user calls, so that a misuse is one error.
+        using misfit = detail::attention_misfit_t<op::attention_head, C, X, void, H>;
+        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
+        else return causal_self_attention(*this, x);
+    }
 
     // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, H). With
     // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
     template <Expression X, KeyValueCache Cache>
-    auto operator()(const X& x, Cache& cache,
-                    std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
+    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
+        using misfit = detail::attention_misfit_t<op::attention_head, C, X, Cache, H>;
+        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
+        else return causal_self_attention(*this, x, cache, counts);
+    }
 
     // Calls f(name, parameter) for each parameter, named as the chapter's Head module's
     // state_dict names them: "key.weight", "query.weight", "value.weight".
@@ -102,9 +103,26 @@ public:
     template <class F>
     void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
 
-    Linear<C, H, false> key;
-    Linear<C, H, false> query;
-    Linear<C, H, false> value;
+    Linear<C, H, false, T> key;
+    Linear<C, H, false, T> query;
+    Linear<C, H, false, T> value;
+
+    // The parts causal_self_attention runs: three projections of their own, one head, no output
+    // projection. The result is the head's output (B, T, H).
+    using merged_dim = H;
+    template <class X>
+    struct projections {
+        tensor_for<T, replace_at<2, H, dims_of<X>>> queries, keys, values;
+    };
+    template <class X>
+    projections<X> project(const X& x) const { return {query(x), key(x), value(x)}; }
+    template <class X>
+    static auto heads(projections<X>& p) { return std::tuple{view_of(p.queries), view_of(p.keys), view_of(p.values)}; }
+    no_position_encoding encode_positions;
+    template <class M>
+    static auto heads_of(M& merged) { return view_of(merged); }
+    template <class M>
+    M project_out(M merged) const { return merged; }
 
 private:
     template <class Self, class F>
@@ -115,7 +133,7 @@ private:
     }
 };
 
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true>
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
 class MultiHeadAttention {
     // NH heads of size HS share the C channels: NH x HS must be C.
     static constexpr std::conditional_t<NH::extent * HS::extent == C::extent, detail::check_passed,
@@ -123,6 +141,7 @@ class MultiHeadAttention {
         heads_fill_channels{};
 
 public:
+    using value_type = T;
     using channel_dim = C;
     using heads_dim = NH;
     using head_size_dim = HS;
@@ -132,7 +151,7 @@ public:
     using part_dim = dim<"QKV", 3>;
     // The cache this layer decodes with: keys and values (B, NH, S, HS), S the capacity.
     template <StaticDim B, StaticDim S>
-    using cache_type = KVCache<float, B, NH, S, HS>;
+    using cache_type = KVCache<T, B, NH, S, HS>;
 
     // Parameters zero-filled, to be loaded.
     MultiHeadAttention() = default;
@@ -141,13 +160,20 @@ public:
 
     // The full causal forward: x (B, T, C) -> (B, T, C).
     template <Expression X>
-    auto operator()(const X& x) const;
+    auto operator()(const X& x) const {
+        using misfit = detail::attention_misfit_t<op::multi_head_attention, C, X, void, HS, NH>;
+        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
+        else return causal_self_attention(*this, x);
+    }
 
     // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
     // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
     template <Expression X, KeyValueCache Cache>
-    auto operator()(const X& x, Cache& cache,
-                    std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
+    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
+        using misfit = detail::attention_misfit_t<op::multi_head_attention, C, X, Cache, HS, NH>;
+        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
+        else return causal_self_attention(*this, x, cache, counts);
+    }
 
     // Calls f(name, parameter) for each parameter, named as nanoGPT's CausalSelfAttention's
     // state_dict names them: "c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"
@@ -157,8 +183,28 @@ public:
     template <class F>
     void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
 
-    Linear<C, fused_dim, Bias> c_attn;
-    Linear<C, C, Bias> c_proj;
+    Linear<C, fused_dim, Bias, T> c_attn;
+    Linear<C, C, Bias, T> c_proj;
+
+    // The parts causal_self_attention runs. The queries, keys and values of every head,
+    // (B, NH, T, HS) each, are views of c_attn's output (B, T, 3C): the channel dim split into
+    // (3, NH, HS), one part selected, T and NH swapped. The heads' outputs are written the same
+    // way into (B, T, C), side by side, which c_proj reads as it lies.
+    using merged_dim = C;
+    template <class X>
+    auto project(const X& x) const { return tensor_for<T, replace_at<2, fused_dim, dims_of<X>>>(c_attn(x)); }
+    template <class QKV>
+    static auto heads(QKV& qkv) {
+        auto parts = split<fused_dim, part_dim, C>(qkv);
+        auto heads = split<C, NH, HS>(parts);
+        auto part = [&](std::size_t which) { return view_of(transpose<1, 2>(select<part_dim>(heads, which))); };
+        return std::tuple{part(0), part(1), part(2)};
+    }
+    no_position_encoding encode_positions;
+    template <class M>
+    static auto heads_of(M& merged) { return view_of(transpose<1, 2>(split<C, NH, HS>(merged))); }
+    template <class M>
+    auto project_out(const M& merged) const { return M(c_proj(merged)); }
 
 private:
     template <class Self, class F>
@@ -172,167 +218,29 @@ private:
 
 namespace detail {
 
-template <class Layer, class X, class Cache, Dim HS, Dim... Heads>
-consteval auto cache_misfit() {
-    using CD = typename Cache::dims_type;
-    using XB = dim_at<0, dims_of<X>>;
-    if constexpr (CD::rank != 3 + sizeof...(Heads))
-        return std::type_identity<diag::attention_cache_heads<Layer, diag::dims<diag::show<Heads>...>, diag::show_dims<CD>>>{};
-    else if constexpr (!(can_meet<Heads, dim_at<1, CD>> && ...))
-        return std::type_identity<diag::attention_cache_heads<Layer, diag::dims<diag::show<Heads>...>, diag::show_dims<CD>>>{};
-    else if constexpr (!can_meet<HS, dim_at<CD::rank - 1, CD>>)
-        return std::type_identity<diag::attention_cache_head_size<Layer, diag::show<HS>, diag::show<dim_at<CD::rank - 1, CD>>>>{};
-    else if constexpr (!can_meet<XB, dim_at<0, CD>>)
-        return std::type_identity<diag::attention_cache_batch<Layer, diag::show<XB>, diag::show<dim_at<0, CD>>>>{};
-    else
+template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
+consteval auto attention_misfit() {
+    if constexpr (rank_of<X> != 3 || !can_meet<dim_at<2, dims_of<X>>, C>) {
+        return std::type_identity<diag::layer_input<Op, diag::show<C>, diag::show_dims<dims_of<X>>>>{};
+    } else if constexpr (std::is_void_v<Cache>) {
         return std::type_identity<void>{};
-}
-
-// Attention of new queries q (B, [NH,] n, HS) over a cache that already holds their keys and
-// values: batch row b's new queries are its positions starts[b] .. starts[b] + counts[b] - 1,
-// and each sees its row's positions up to its own. Positions of out past counts[b] are left as
-// they are (padding).
-template <class Out, class Q, class Cache>
-void cached_attention_into(Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
-                           const typename Cache::lengths_type& counts, float scale) {
-    using B = typename Cache::batch_dim;
-    using S = typename Cache::length_dim;
-    using Tq = dim_at<rank_of<Q> - 2, dims_of<Q>>;
-    const std::size_t n = q.extents()[rank_of<Q> - 2];
-    const auto keys = cache.keys();
-    const auto values = cache.values();
-    // An even batch — every row as long as the others, every row taking all n — is one problem:
-    // its queries are the last n of the positions the cache holds.
-    const bool even = std::all_of(starts.begin(), starts.end(), [&](std::size_t s) { return s == starts[0]; }) &&
-                      std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == n; });
-    if (even) {
-        out = causal_attention(q, keys, values, scale);
-        return;
+    } else {
+        using CD = typename Cache::dims_type;
+        using XB = dim_at<0, dims_of<X>>;
+        using heads = diag::attention_cache_heads<Op, diag::dims<diag::show<Heads>...>, diag::show_dims<CD>>;
+        if constexpr (CD::rank != 3 + sizeof...(Heads))
+            return std::type_identity<heads>{};
+        else if constexpr (!(can_meet<Heads, dim_at<1, CD>> && ...))
+            return std::type_identity<heads>{};
+        else if constexpr (!can_meet<HS, dim_at<CD::rank - 1, CD>>)
+            return std::type_identity<diag::attention_cache_head_size<Op, diag::show<HS>, diag::show<dim_at<CD::rank - 1, CD>>>>{};
+        else if constexpr (!can_meet<XB, dim_at<0, CD>>)
+            return std::type_identity<diag::attention_cache_batch<Op, diag::show<XB>, diag::show<dim_at<0, CD>>>>{};
+        else
+            return std::type_identity<void>{};
     }
-    // A ragged batch: each row is a problem of its own, over its own positions only.
-    const auto queries = eval(q);
-    for (std::size_t b = 0; b < B::extent; ++b) {
-        if (counts[b] == 0) continue;
-        const std::size_t seen = starts[b] + counts[b];
-        const auto row_queries = select<B>(queries, b);
-        const auto row_keys = select<B>(keys, b);
-        const auto row_values = select<B>(values, b);
-        auto row_out = select<B>(out, b);
-        auto new_out = slice<Tq>(row_out, 0, counts[b]);
-        new_out = causal_attention(slice<Tq>(row_queries, 0, counts[b]), slice<S>(row_keys, 0, seen),
-                                   slice<S>(row_values, 0, seen), scale);
-    }
-}
-
-// Zeroes positions counts[b] and later of each batch row of out (B, n, D): a ragged batch's padding.
-template <class Out, std::size_t Batch>
-void zero_padding(Out& out, const std::array<std::size_t, Batch>& counts) {
-    const auto extents = out.extents();
-    for (std::size_t b = 0; b < Batch; ++b)
-        for (std::size_t i = counts[b]; i < extents[1]; ++i)
-            for (std::size_t d = 0; d < extents[2]; ++d) out(b, i, d) = 0.0f;
-}
-
-// The queries, keys and values of every head, (B, NH, T, HS) each, as views of c_attn's output
-// (B, T, 3C): the channel dim split into (3, NH, HS), one part selected, T and NH swapped.
-template <class Layer, class QKV>
-auto split_heads(QKV& qkv) {
-    auto parts = split<typename Layer::fused_dim, typename Layer::part_dim, typename Layer::channel_dim>(qkv);
-    auto heads = split<typename Layer::channel_dim, typename Layer::heads_dim, typename Layer::head_size_dim>(parts);
-    auto part = [&](std::size_t which) { return transpose<1, 2>(select<typename Layer::part_dim>(heads, which)); };
-    return std::tuple{part(0), part(1), part(2)};
 }
 
 }  // namespace detail
-
-// ---- Head ----------------------------------------------------------------------------------
-
-template <StaticDim C, StaticDim H>
-template <Expression X>
-auto Head<C, H>::operator()(const X& x) const {
-    // The checks are written here, in the function the user calls, so that a misuse is one error.
-    if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::layer_input<op::attention_head, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-        return diag::failed{};
-    } else {
-        using B = dim_at<0, dims_of<X>>;
-        using T = dim_at<1, dims_of<X>>;
-        const Tensor<float, B, T, H> k = key(x);
-        const Tensor<float, B, T, H> q = query(x);
-        const Tensor<float, B, T, H> v = value(x);
-        return Tensor<float, B, T, H>(causal_attention(q, k, v, attention_scale<H>));
-    }
-}
-
-template <StaticDim C, StaticDim H>
-template <Expression X, KeyValueCache Cache>
-auto Head<C, H>::operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts) const {
-    using misfit = detail::cache_misfit_t<op::attention_head, X, Cache, H>;
-    if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::layer_input<op::attention_head, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-        return diag::failed{};
-    } else if constexpr (!std::is_void_v<misfit>) {
-        (void)misfit{};
-        return diag::failed{};
-    } else {
-        using B = dim_at<0, dims_of<X>>;
-        using T = dim_at<1, dims_of<X>>;
-        const Tensor<float, B, T, H> k = key(x);
-        const Tensor<float, B, T, H> q = query(x);
-        const Tensor<float, B, T, H> v = value(x);
-        if (!counts) counts.emplace().fill(x.extents()[1]);
-        const auto starts = cache.lengths();
-        cache.append(k, v, counts);
-        Tensor<float, B, T, H> out{q.shape()};
-        detail::cached_attention_into(out, q, cache, starts, *counts, attention_scale<H>);
-        return out;
-    }
-}
-
-// ---- MultiHeadAttention --------------------------------------------------------------------
-
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias>
-template <Expression X>
-auto MultiHeadAttention<C, NH, HS, Bias>::operator()(const X& x) const {
-    if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::layer_input<op::multi_head_attention, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-        return diag::failed{};
-    } else {
-        using B = dim_at<0, dims_of<X>>;
-        using T = dim_at<1, dims_of<X>>;
-        Tensor<float, B, T, fused_dim> qkv = c_attn(x);
-        const auto [q, k, v] = detail::split_heads<MultiHeadAttention>(qkv);
-        const Tensor<float, B, NH, T, HS> y = causal_attention(q, k, v, attention_scale<HS>);
-        // The heads side by side again, (B, T, C), then mixed by the output projection.
-        return Tensor<float, B, T, C>(c_proj(merge<NH, HS, C>(transpose<1, 2>(y))));
-    }
-}
-
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias>
-template <Expression X, KeyValueCache Cache>
-auto MultiHeadAttention<C, NH, HS, Bias>::operator()(const X& x, Cache& cache,
-                                                     std::optional<typename Cache::lengths_type> counts) const {
-    using misfit = detail::cache_misfit_t<op::multi_head_attention, X, Cache, HS, NH>;
-    if constexpr (!detail::input_fits<C, X>) {
-        (void)diag::layer_input<op::multi_head_attention, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-        return diag::failed{};
-    } else if constexpr (!std::is_void_v<misfit>) {
-        (void)misfit{};
-        return diag::failed{};
-    } else {
-        using B = dim_at<0, dims_of<X>>;
-        using T = dim_at<1, dims_of<X>>;
-        Tensor<float, B, T, fused_dim> qkv = c_attn(x);
-        const auto [q, k, v] = detail::split_heads<MultiHeadAttention>(qkv);
-        if (!counts) counts.emplace().fill(x.extents()[1]);
-        const auto starts = cache.lengths();
-        cache.append(k, v, counts);
-        Tensor<float, B, NH, T, HS> y{Shape<B, NH, T, HS>(q.extents())};
-        detail::cached_attention_into(y, q, cache, starts, *counts, attention_scale<HS>);
-        Tensor<float, B, T, C> out = c_proj(merge<NH, HS, C>(transpose<1, 2>(y)));
-        detail::zero_padding(out, *counts);
-        return out;
-    }
-}
 
 }  // namespace shaped::nn

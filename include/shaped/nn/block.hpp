@@ -1,5 +1,5 @@
 #pragma once
-// nn::Block<C, NH, HS, Bias>: nanoGPT's Block, one decoder layer of a GPT, pre-LN:
+// nn::Block<C, NH, HS, Bias, T>: nanoGPT's Block, one decoder layer of a GPT, pre-LN:
 //
 //   x = x + attn(ln_1(x))     communication: attention is the only layer that mixes positions
 //   x = x + mlp(ln_2(x))      computation: each position on its own
@@ -24,14 +24,15 @@ struct block {};
 
 namespace shaped::nn {
 
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true>
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
 class Block {
 public:
+    using value_type = T;
     using channel_dim = C;
     using heads_dim = NH;
     using head_size_dim = HS;
-    using attention_type = MultiHeadAttention<C, NH, HS, Bias>;
-    using mlp_type = MLP<C, mlp_hidden<C>, Bias>;
+    using attention_type = MultiHeadAttention<C, NH, HS, Bias, T>;
+    using mlp_type = MLP<C, mlp_hidden<C>, Bias, T>;
     // The cache this block decodes with, its attention's: keys and values (B, NH, S, HS).
     template <StaticDim B, StaticDim S>
     using cache_type = typename attention_type::template cache_type<B, S>;
@@ -45,11 +46,11 @@ public:
     template <Expression X>
     auto operator()(const X& x) const {
         // The checks are written here, in the function the user calls, so that a misuse is one error.
-        if constexpr (!detail::input_fits<C, X>) {
-            (void)diag::layer_input<op::block, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-            return diag::failed{};
+        using misfit = detail::attention_misfit_t<op::block, C, X, void, HS, NH>;
+        if constexpr (!std::is_void_v<misfit>) {
+            return (void)misfit{}, diag::failed{};
         } else {
-            Tensor<float, dim_at<0, dims_of<X>>, dim_at<1, dims_of<X>>, C> out = attn(ln_1(x));
+            auto out = attn(ln_1(x));
             residual(out, x);
             return out;
         }
@@ -60,15 +61,11 @@ public:
     // output at its padding positions is 0.
     template <Expression X, KeyValueCache Cache>
     auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        using misfit = detail::cache_misfit_t<op::block, X, Cache, HS, NH>;
-        if constexpr (!detail::input_fits<C, X>) {
-            (void)diag::layer_input<op::block, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-            return diag::failed{};
-        } else if constexpr (!std::is_void_v<misfit>) {
-            (void)misfit{};
-            return diag::failed{};
+        using misfit = detail::attention_misfit_t<op::block, C, X, Cache, HS, NH>;
+        if constexpr (!std::is_void_v<misfit>) {
+            return (void)misfit{}, diag::failed{};
         } else {
-            Tensor<float, dim_at<0, dims_of<X>>, dim_at<1, dims_of<X>>, C> out = attn(ln_1(x), cache, counts);
+            auto out = attn(ln_1(x), cache, counts);
             residual(out, x);
             if (counts) detail::zero_padding(out, *counts);
             return out;
@@ -82,9 +79,9 @@ public:
     template <class F>
     void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
 
-    LayerNorm<C, Bias> ln_1;
+    LayerNorm<C, Bias, T> ln_1;
     attention_type attn;
-    LayerNorm<C, Bias> ln_2;
+    LayerNorm<C, Bias, T> ln_2;
     mlp_type mlp;
 
 private:

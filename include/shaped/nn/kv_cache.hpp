@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace shaped::nn {
@@ -109,12 +110,8 @@ public:
             if (!counts) counts.emplace().fill(n);
             // Every check comes before the first write, so that a failed append changes nothing.
             check_new(k, v, *counts);
-            // k and v are read where they lie (a transposed view stays a view); an expression
-            // that is not stored anywhere yet is evaluated once.
-            const auto new_keys = kernels::as_strided<T>(k);
-            const auto new_values = kernels::as_strided<T>(v);
-            write(keys_, new_keys.elements, *counts);
-            write(values_, new_values.elements, *counts);
+            write(keys_, k, *counts);
+            write(values_, v, *counts);
             for (std::size_t b = 0; b < batch; ++b) lengths_[b] += (*counts)[b];
         }
     }
@@ -161,17 +158,25 @@ private:
     }
 
     // Each batch row's new positions go to the rows after its filled length: one strided copy
-    // per batch row, of (NH, count, HS) or (count, HS) elements.
+    // per batch row, of (NH, count, HS) or (count, HS) elements. The source is read where it lies
+    // (a transposed view stays a view); an expression not stored anywhere yet is evaluated once.
     template <class Source>
     void write(Tensor<T, Ds...>& storage, const Source& source, const lengths_type& counts) {
-        const view_for<const T, replace_at<rank - 2, length_dim, dims_type>> new_rows(source.data, source.extents,
-                                                                                       source.strides);
-        for (std::size_t b = 0; b < batch; ++b) {
-            if (counts[b] == 0) continue;
-            auto row = select<batch_dim>(storage, b);
-            auto target = slice<capacity_dim>(row, lengths_[b], lengths_[b] + counts[b]);
-            const auto new_row = select<batch_dim>(new_rows, b);
-            target = slice<length_dim>(new_row, 0, counts[b]);
+        if constexpr (!Viewable<Source>) {
+            write(storage, eval(source), counts);
+        } else {
+            static_assert(std::is_same_v<value_type_of<Source>, T>,
+                          "shaped::nn::KVCache::append: the new keys and values must have the cache's element type");
+            const auto source_view = view_of(source);
+            const view_for<const T, replace_at<rank - 2, length_dim, dims_type>> new_rows(
+                source_view.data(), source_view.extents(), source_view.strides());
+            for (std::size_t b = 0; b < batch; ++b) {
+                if (counts[b] == 0) continue;
+                auto row = select<batch_dim>(storage, b);
+                auto target = slice<capacity_dim>(row, lengths_[b], lengths_[b] + counts[b]);
+                const auto new_row = select<batch_dim>(new_rows, b);
+                target = slice<length_dim>(new_row, 0, counts[b]);
+            }
         }
     }
 

@@ -1,5 +1,5 @@
 #pragma once
-// nn::LayerNorm<C, Bias>: torch.nn.LayerNorm(C) (nanoGPT's LayerNorm, whose bias is optional):
+// nn::LayerNorm<C, Bias, T>: torch.nn.LayerNorm(C) (nanoGPT's LayerNorm, whose bias is optional):
 // each position's C channels less their mean, over the square root of their biased variance
 // plus eps, times weight, plus bias. layer(x) is lazy, and runs as one row kernel (mean,
 // variance, normalise: three passes over a row in cache) when assigned or read by a matmul.
@@ -23,9 +23,10 @@ inline constexpr bool last_dim_fits = [] {
 }();
 }  // namespace detail
 
-template <StaticDim C, bool Bias = true>
+template <StaticDim C, bool Bias = true, class T = float>
 class LayerNorm {
 public:
+    using value_type = T;
     using channel_dim = C;
     static constexpr bool has_bias = Bias;
     // torch.nn.LayerNorm's default.
@@ -34,7 +35,7 @@ public:
     // Parameters zero-filled, to be loaded.
     LayerNorm() = default;
     // PyTorch's initialisation: weight ones, bias zeros (nothing is drawn from gen).
-    explicit LayerNorm(Generator&) : weight(ones<float, C>()) {}
+    explicit LayerNorm(Generator&) : weight(ones<T, C>()) {}
 
     // x (..., C) -> (..., C), lazy.
     template <Expression X>
@@ -63,9 +64,9 @@ public:
         if constexpr (Bias) f(std::string_view("bias"), bias);
     }
 
-    Tensor<float, C> weight;
+    Tensor<T, C> weight;
     struct no_bias {};
-    [[no_unique_address]] std::conditional_t<Bias, Tensor<float, C>, no_bias> bias{};
+    [[no_unique_address]] std::conditional_t<Bias, Tensor<T, C>, no_bias> bias{};
 };
 
 }  // namespace shaped::nn

@@ -1,6 +1,7 @@
 #pragma once
-// nn::Linear<In, Out, Bias>: y = x @ W^T (+ b), with PyTorch's layout — weight is (Out, In) —
-// and PyTorch's default initialisation, uniform in +-1/sqrt(in_features).
+// nn::Linear<In, Out, Bias, T>: y = x @ W^T (+ b), with PyTorch's layout — weight is (Out, In) —
+// and PyTorch's default initialisation, uniform in +-1/sqrt(in_features). T is the element
+// type of the parameters (float by default; double for reference computations).
 
 #include <shaped/kernels.hpp>
 #include <shaped/tensor.hpp>
@@ -24,9 +25,10 @@ auto prefixed(std::string_view prefix, F& f) {
 }
 }  // namespace detail
 
-template <StaticDim In, StaticDim Out, bool Bias = true>
+template <StaticDim In, StaticDim Out, bool Bias = true, class T = float>
 class Linear {
 public:
+    using value_type = T;
     using in_dim = In;
     using out_dim = Out;
     static constexpr bool has_bias = Bias;
@@ -60,9 +62,9 @@ public:
         if constexpr (Bias) f(std::string_view("bias"), bias);
     }
 
-    Tensor<float, Out, In> weight;
+    Tensor<T, Out, In> weight;
     struct no_bias {};
-    [[no_unique_address]] std::conditional_t<Bias, Tensor<float, Out>, no_bias> bias{};
+    [[no_unique_address]] std::conditional_t<Bias, Tensor<T, Out>, no_bias> bias{};
 };
 
 }  // namespace shaped::nn

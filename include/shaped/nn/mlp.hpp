@@ -1,5 +1,5 @@
 #pragma once
-// nn::MLP<C, Hidden, Bias>: nanoGPT's MLP, the position-wise half of a transformer block:
+// nn::MLP<C, Hidden, Bias, T>: nanoGPT's MLP, the position-wise half of a transformer block:
 // c_fc (C -> Hidden, 4C by default), GELU (the exact, erf form, as torch.nn.GELU()), c_proj
 // (Hidden -> C). Each position is transformed on its own; nothing mixes positions. (nanoGPT's
 // dropout is the identity in evaluation and is left out.)
@@ -24,12 +24,13 @@ namespace shaped::nn {
 template <StaticDim C>
 using mlp_hidden = dim<"FF", 4 * C::extent>;
 
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias>
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T>
 class Block;
 
-template <StaticDim C, StaticDim Hidden = mlp_hidden<C>, bool Bias = true>
+template <StaticDim C, StaticDim Hidden = mlp_hidden<C>, bool Bias = true, class T = float>
 class MLP {
 public:
+    using value_type = T;
     using channel_dim = C;
     using hidden_dim = Hidden;
     static constexpr bool has_bias = Bias;
@@ -48,7 +49,7 @@ public:
             return diag::failed{};
         } else {
             auto h = hidden(x);
-            return tensor_for<float, replace_at<rank_of<X> - 1, C, dims_of<X>>>(c_proj(h));
+            return tensor_for<T, replace_at<rank_of<X> - 1, C, dims_of<X>>>(c_proj(h));
         }
     }
 
@@ -59,8 +60,8 @@ public:
     template <class F>
     void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
 
-    Linear<C, Hidden, Bias> c_fc;
-    Linear<Hidden, C, Bias> c_proj;
+    Linear<C, Hidden, Bias, T> c_fc;
+    Linear<Hidden, C, Bias, T> c_proj;
 
 private:
     template <class Self, class F>
@@ -69,13 +70,13 @@ private:
         self.c_proj.for_each_parameter(detail::prefixed("c_proj.", f));
     }
 
-    template <StaticDim, StaticDim, StaticDim, bool>
+    template <StaticDim, StaticDim, StaticDim, bool, class>
     friend class Block;
 
     // gelu(c_fc(x)), (..., Hidden).
     template <class X>
     auto hidden(const X& x) const {
-        tensor_for<float, replace_at<rank_of<X> - 1, Hidden, dims_of<X>>> h = c_fc(x);
+        tensor_for<T, replace_at<rank_of<X> - 1, Hidden, dims_of<X>>> h = c_fc(x);
         h = gelu(h);
         return h;
     }
@@ -86,7 +87,7 @@ private:
     void add_to(Out& out, const X& x) const {
         const auto h = hidden(x);
         if constexpr (Bias) out = out + c_proj.bias;
-        kernels::matmul_into(out, h, c_proj.weight.mT(), 1.0f, 1.0f);
+        out = out + matmul(h, c_proj.weight.mT());
     }
 };
 

@@ -1,0 +1,160 @@
+#pragma once
+// The one causal self-attention routine every attention layer runs, forward and decoding:
+//
+//   1. project    x (B, T, C) -> q, k, v, each (B, [NH,] T, HS), where the layer's projections
+//                 put them (views of one fused projection, or tensors of their own)
+//   2. position   the layer's position encoding, applied to q and k in place
+//   3. cache      decoding only: k and v appended to the cache
+//   4. attend     softmax(q k^T * HS^-0.5, causal) v, written straight into the merged layout
+//                 (B, T, [NH x] HS): the heads side by side, with no copy to merge them
+//   5. project    the layer's output projection of the merged heads, or the heads themselves
+//
+// A layer takes part by naming its parts (see Head and MultiHeadAttention in nn/attention.hpp):
+//
+//   value_type, head_size_dim, merged_dim     its element type, HS, and the merged heads' dim
+//   project(x)                                 step 1's storage: whatever owns q, k and v
+//   heads(projected)                           q, k, v as writable views (B, [NH,] T, HS)
+//   encode_positions(q, k, starts)             step 2; starts[b] is row b's first position
+//   heads_of(merged)                           the merged (B, T, M) tensor as (B, [NH,] T, HS)
+//   project_out(merged)                        step 5
+
+#include <shaped/nn/kv_cache.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace shaped::nn {
+
+// The factor q @ k^T is scaled by, head_size^-0.5: it keeps the scores' variance near one, so
+// that softmax does not saturate as heads widen (the chapter's section 2).
+template <StaticDim HS, class T = float>
+inline const T attention_scale = static_cast<T>(std::pow(static_cast<double>(HS::extent), -0.5));
+
+// The position encoding of a layer whose positions are embeddings added to its input (GPT's):
+// queries and keys are attended as projected.
+struct no_position_encoding {
+    template <class Q, class K>
+    void operator()(const Q&, const K&, std::span<const std::size_t>) const {}
+};
+
+namespace detail {
+
+// Every batch row starting at position 0, as the full forward's rows do: inline for a static
+// batch dim (a small forward allocates nothing for it).
+template <Dim B>
+auto first_positions(std::size_t batch) {
+    if constexpr (B::is_static) return std::array<std::size_t, B::extent>{};
+    else return std::vector<std::size_t>(batch, 0);
+}
+
+// Steps 1, 2, 4 and 5; `attend(heads_out, q, k, v)` is step 4 (and 3, decoding).
+template <class Layer, class X, class Attend>
+auto run_self_attention(const Layer& layer, const X& x, std::span<const std::size_t> starts, Attend&& attend);
+
+// Attention of new queries q (B, [NH,] n, HS) over a cache that already holds their keys and
+// values, into out: batch row b's new queries are its positions starts[b] .. starts[b] +
+// counts[b] - 1, and each sees its row's positions up to its own. Positions of out past
+// counts[b] are left as they are (padding).
+template <class Out, class Q, class Cache>
+void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
+                           const typename Cache::lengths_type& counts, typename Cache::value_type scale);
+
+// Zeroes positions counts[b] and later of each batch row of out (B, n, D): a ragged batch's padding.
+template <class Out, std::size_t Batch>
+void zero_padding(Out& out, const std::array<std::size_t, Batch>& counts);
+
+}  // namespace detail
+
+// The full causal forward: x (B, T, C) -> (B, T, merged or projected).
+template <class Layer, class X>
+auto causal_self_attention(const Layer& layer, const X& x) {
+    using T = typename Layer::value_type;
+    const auto starts = detail::first_positions<dim_at<0, dims_of<X>>>(x.extents()[0]);
+    return detail::run_self_attention(layer, x, starts, [](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
+        heads_out = causal_attention(q, k, v, attention_scale<typename Layer::head_size_dim, T>);
+    });
+}
+
+// Decoding: x (B, n, C) holds the next n positions of every batch row; their keys and values are
+// appended to the cache, and each new query attends over its row's positions up to itself. With
+// counts (a ragged batch), batch row b takes only its first counts[b] positions; the output at
+// its padding positions is 0.
+template <class Layer, class X, class Cache>
+auto causal_self_attention(const Layer& layer, const X& x, Cache& cache,
+                           std::optional<typename Cache::lengths_type> counts) {
+    using T = typename Layer::value_type;
+    if (!counts) counts.emplace().fill(x.extents()[1]);
+    const auto starts = cache.lengths();
+    auto out = detail::run_self_attention(layer, x, starts, [&](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
+        cache.append(k, v, counts);
+        detail::cached_attention_into(heads_out, q, cache, starts, *counts, attention_scale<typename Layer::head_size_dim, T>);
+    });
+    detail::zero_padding(out, *counts);
+    return out;
+}
+
+// ---- implementation ------------------------------------------------------------------------
+
+namespace detail {
+
+template <class Layer, class X, class Attend>
+auto run_self_attention(const Layer& layer, const X& x, std::span<const std::size_t> starts, Attend&& attend) {
+    using B = dim_at<0, dims_of<X>>;
+    using T = dim_at<1, dims_of<X>>;
+    using M = typename Layer::merged_dim;
+    auto projected = layer.project(x);
+    const auto [q, k, v] = Layer::heads(projected);
+    layer.encode_positions(q, k, starts);
+    Tensor<typename Layer::value_type, B, T, M> merged{Shape<B, T, M>({x.extents()[0], x.extents()[1], M::extent})};
+    attend(Layer::heads_of(merged), q, k, v);
+    return layer.project_out(std::move(merged));
+}
+
+template <class Out, class Q, class Cache>
+void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
+                           const typename Cache::lengths_type& counts, typename Cache::value_type scale) {
+    using B = typename Cache::batch_dim;
+    using S = typename Cache::length_dim;
+    using Tq = dim_at<rank_of<Q> - 2, dims_of<Q>>;
+    const std::size_t n = q.extents()[rank_of<Q> - 2];
+    const auto keys = cache.keys();
+    const auto values = cache.values();
+    // An even batch — every row as long as the others, every row taking all n — is one problem:
+    // its queries are the last n of the positions the cache holds.
+    const bool even = std::all_of(starts.begin(), starts.end(), [&](std::size_t s) { return s == starts[0]; }) &&
+                      std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == n; });
+    if (even) {
+        out = causal_attention(q, keys, values, scale);
+        return;
+    }
+    // A ragged batch: each row is a problem of its own, over its own positions only.
+    for (std::size_t b = 0; b < B::extent; ++b) {
+        if (counts[b] == 0) continue;
+        const std::size_t seen = starts[b] + counts[b];
+        const auto row_queries = select<B>(q, b);
+        const auto row_keys = select<B>(keys, b);
+        const auto row_values = select<B>(values, b);
+        const auto row_out = select<B>(out, b);
+        slice<Tq>(row_out, 0, counts[b]) = causal_attention(slice<Tq>(row_queries, 0, counts[b]), slice<S>(row_keys, 0, seen),
+                                                            slice<S>(row_values, 0, seen), scale);
+    }
+}
+
+template <class Out, std::size_t Batch>
+void zero_padding(Out& out, const std::array<std::size_t, Batch>& counts) {
+    using T = value_type_of<Out>;
+    const auto extents = out.extents();
+    for (std::size_t b = 0; b < Batch; ++b)
+        for (std::size_t i = counts[b]; i < extents[1]; ++i)
+            for (std::size_t d = 0; d < extents[2]; ++d) out(b, i, d) = T{0};
+}
+
+}  // namespace detail
+
+}  // namespace shaped::nn
