@@ -1,32 +1,54 @@
 #pragma once
 // Compile-time diagnostics: the vocabulary every layer's rules are written in. A static rule that
 // fails instantiates its check, a struct template whose static_assert names the operation; the
-// compiler then prints the check's name with the offending dims as template arguments. Names are
-// spelled as packs of chars because clang prints those as 'H' where it would print a string
-// argument as {{72, 0}}.
+// compiler then prints the check's name with the offending dims as template arguments (a dim's
+// type spells its name as a pack of chars, core/dim.hpp):
 //
 //   error: static assertion failed: shaped::<operation>: <the rule, in words>
 //   In instantiation of 'struct shaped::diag::<rule><
-//       shaped::diag::dim<shaped::diag::name<'H'>, 16>, shaped::diag::dim<shaped::diag::name<'T'>, 4> >'
+//       shaped::basic_dim<shaped::dim_name<'H'>, 16>, shaped::basic_dim<shaped::dim_name<'T'>, 4> >'
 //
-// Here are the dims as shown, the placeholder a failed operation returns, and the rules of this
-// layer's own dim lookup; each layer above keeps its rules in the diagnostics.hpp of its folder,
-// in this namespace.
+// Here are the placeholder a failed operation yields, and the rules of this layer's own dim
+// lookup; each layer above keeps its rules in the diagnostics.hpp of its folder, in this
+// namespace.
 
 #include <shaped/core/dims.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <type_traits>
-#include <utility>
+
+namespace shaped {
+
+// What an operation yields after its check failed: the check itself (every check derives from
+// failed) or failed. Every operation and operator accepts it and yields failed again (found by
+// argument-dependent lookup, as this namespace is the checks' base's), and it converts to
+// anything, so that the one diagnostic that matters is not followed by a cascade of errors at the
+// operations around it. Its members are declared only: a program holding one never compiles.
+struct failed {
+    template <class Any>
+    operator Any() const;
+
+    failed mT() const;
+    template <class... Args>
+    failed operator()(Args&&...) const;
+    template <class Index>
+    failed operator[](Index&&) const;
+};
+
+template <class E>
+concept Failed = std::derived_from<std::remove_cvref_t<E>, failed>;
+
+template <class... Es>
+concept any_failed = (Failed<Es> || ...);
+
+// Printing one (std::cout << failed_expression): the stream, with no second error.
+template <class Stream, Failed E>
+Stream& operator<<(Stream&, E&&);
+
+}  // namespace shaped
 
 namespace shaped::diag {
-
-template <char... Chars>
-struct name {};
-
-// A dim as a diagnostic shows it; a dynamic dim shows no extent.
-template <class Name, std::size_t... Extent>
-struct dim {};
 
 // An axis as the user wrote it, and the rank it was checked against.
 template <int Axis>
@@ -34,52 +56,24 @@ struct axis {};
 template <std::size_t Rank>
 struct rank {};
 
-template <class... Shown>
-struct dims {};
-
-namespace detail {
-template <auto Str, std::size_t... I>
-auto chars_of(std::index_sequence<I...>) -> name<Str.chars[I]...>;
-
-template <class D>
-consteval auto show_one() {
-    using N = decltype(chars_of<D::name>(std::make_index_sequence<D::name.length>{}));
-    if constexpr (D::is_static) return std::type_identity<dim<N, D::extent>>{};
-    else return std::type_identity<dim<N>>{};
-}
-
-template <class List>
-struct show_list;
-template <class... Ds>
-struct show_list<shaped::dims<Ds...>> {
-    using type = dims<typename decltype(show_one<Ds>())::type...>;
-};
-}  // namespace detail
-
-template <Dim D>
-using show = typename decltype(detail::show_one<D>())::type;
-
-template <class List>
-using show_dims = typename detail::show_list<List>::type;
-
 // One check per rule. An operation instantiates a check only when its rule fails (always with
 // the offending dims as arguments, so the assertion fires); a passing program pays nothing.
 // The rules of finding a dim by name or by position (core/dims.hpp); the first argument names
 // the operation that looked.
 template <class... Shown>
-struct dim_not_found {
+struct dim_not_found : failed {
     static_assert(sizeof...(Shown) == 0,
                   "shaped: the tensor has no dim of that name");
 };
 
 template <class... Shown>
-struct ambiguous_dim {
+struct ambiguous_dim : failed {
     static_assert(sizeof...(Shown) == 0,
                   "shaped: the dim name appears more than once in the tensor; name it by position");
 };
 
 template <class... Shown>
-struct axis_out_of_range {
+struct axis_out_of_range : failed {
     static_assert(sizeof...(Shown) == 0,
                   "shaped: axis out of range for the tensor's rank");
 };
@@ -88,12 +82,5 @@ struct axis_out_of_range {
 // make_extents), shown in the failed condition of its static_assert.
 template <class Wanted, class Given>
 inline constexpr bool dynamic_extents_agree = std::is_same_v<Wanted, Given>;
-
-// What an operation returns after its check failed: it converts to anything, so that the one
-// diagnostic that matters is not followed by a cascade of unrelated errors.
-struct failed {
-    template <class Any>
-    operator Any() const;
-};
 
 }  // namespace shaped::diag

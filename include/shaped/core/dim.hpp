@@ -1,6 +1,10 @@
 #pragma once
 // A dim is a name plus an extent that is either static (dim<"C", 6>) or dynamic (dim<"T">, its
 // extent a run-time value carried by an object of the dim type: T{5}).
+//
+// dim<"C", 6> names the type basic_dim<dim_name<'C'>, 6>: the name is kept as a pack of chars
+// because that is how both compilers print it in a diagnostic (clang would print the string
+// itself as {{67, 0}}).
 
 #include <shaped/core/fixed_string.hpp>
 
@@ -8,40 +12,57 @@
 #include <cstddef>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace shaped {
 
-template <fixed_string Name, std::size_t... Extent>
-struct dim;
+template <char... Chars>
+struct dim_name {
+    static constexpr fixed_string<sizeof...(Chars) + 1> value{{Chars..., '\0'}};
+};
+
+namespace detail {
+template <fixed_string Str, std::size_t... I>
+auto name_of(std::index_sequence<I...>) -> dim_name<Str.chars[I]...>;
+}  // namespace detail
+
+template <fixed_string Str>
+using dim_name_of = decltype(detail::name_of<Str>(std::make_index_sequence<Str.length>{}));
+
+template <class Name, std::size_t... Extent>
+struct basic_dim;
 
 // Dynamic extent: the object carries it.
-template <fixed_string Name>
-struct dim<Name> {
-    static constexpr auto name = Name;
+template <char... Chars>
+struct basic_dim<dim_name<Chars...>> {
+    static constexpr auto name = shaped::dim_name<Chars...>::value;
     static constexpr bool is_static = false;
 
     std::size_t value;
 
-    constexpr explicit dim(std::size_t extent) : value(extent) {}
+    constexpr explicit basic_dim(std::size_t extent) : value(extent) {}
     constexpr std::size_t size() const { return value; }
 };
 
 // Static extent: the type carries it, objects are empty.
-template <fixed_string Name, std::size_t Extent>
-struct dim<Name, Extent> {
-    static constexpr auto name = Name;
+template <char... Chars, std::size_t Extent>
+struct basic_dim<dim_name<Chars...>, Extent> {
+    static constexpr auto name = shaped::dim_name<Chars...>::value;
     static constexpr bool is_static = true;
     static constexpr std::size_t extent = Extent;
 
-    constexpr dim() = default;
+    constexpr basic_dim() = default;
     constexpr std::size_t size() const { return Extent; }
 };
+
+template <fixed_string Name, std::size_t... Extent>
+using dim = basic_dim<dim_name_of<Name>, Extent...>;
 
 namespace detail {
 template <class D>
 struct is_dim : std::false_type {};
-template <fixed_string Name, std::size_t... E>
-struct is_dim<dim<Name, E...>> : std::true_type {};
+template <class Name, std::size_t... E>
+struct is_dim<basic_dim<Name, E...>> : std::true_type {};
 }  // namespace detail
 
 template <class D>

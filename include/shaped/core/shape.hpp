@@ -78,7 +78,7 @@ constexpr std::size_t extent_or_zero() {
 template <Dim... Ds, Dim... Dynamic>
 constexpr std::array<std::size_t, sizeof...(Ds)> make_extents(dims<Ds...>, const Dynamic&... dynamic) {
     using wanted = typename dynamic_dims_impl<dims<Ds...>>::type;
-    static_assert(diag::dynamic_extents_agree<diag::show_dims<wanted>, diag::show_dims<dims<Dynamic...>>>,
+    static_assert(diag::dynamic_extents_agree<wanted, dims<Dynamic...>>,
                   "shaped: give one extent per dynamic dim, as values of those dims, in order (wanted, given)");
     std::array<std::size_t, sizeof...(Ds)> extents{extent_or_zero<Ds>()...};
     const std::array<std::size_t, sizeof...(Dynamic)> given{dynamic.size()...};

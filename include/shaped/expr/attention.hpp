@@ -99,22 +99,38 @@ private:
     std::array<std::size_t, rank> extents_;
 };
 
-template <Expression Q, Expression K, Expression V, Scalar S>
-auto causal_attention(Q&& q, K&& k, V&& v, S scale) {
-    if constexpr (rank_of<Q> < 2 || rank_of<K> < 2 || rank_of<V> < 2) {
-        (void)diag::matmul_rank<diag::show_dims<dims_of<Q>>, diag::show_dims<dims_of<K>>, diag::show_dims<dims_of<V>>>{};
-        return diag::failed{};
-    } else if constexpr (!attention_dims<Q, K, V>::valid()) {
-        (void)diag::attention_dims<diag::show_dims<dims_of<Q>>, diag::show_dims<dims_of<K>>,
-                                   diag::show_dims<dims_of<V>>>{};
-        return diag::failed{};
-    } else {
-        static_assert(std::is_same_v<value_type_of<Q>, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
-                      "shaped::causal_attention: q, k and v must have one element type");
-        using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;
-        return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v),
-                    static_cast<typename node::value_type>(scale));
-    }
+namespace detail {
+template <class Q, class K, class V>
+consteval auto causal_attention_misfit() {
+    // An operand that is no expression (a failed one) picks no overload of these: nothing to show.
+    if constexpr (!Expression<Q> || !Expression<K> || !Expression<V>)
+        return std::type_identity<failed>{};
+    else if constexpr (rank_of<Q> < 2 || rank_of<K> < 2 || rank_of<V> < 2)
+        return std::type_identity<diag::attention_rank<dims_of<Q>, dims_of<K>, dims_of<V>>>{};
+    else if constexpr (!attention_dims<Q, K, V>::valid())
+        return std::type_identity<diag::attention_dims<dims_of<Q>, dims_of<K>, dims_of<V>>>{};
+    else
+        return std::type_identity<void>{};
 }
+template <class Q, class K, class V>
+using causal_attention_misfit_t = typename decltype(causal_attention_misfit<Q, K, V>())::type;
+}  // namespace detail
+
+// A misfit picks the overload only declared, whose return type is the failed check (instantiated
+// at the caller's line).
+template <Expression Q, Expression K, Expression V, Scalar S>
+    requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
+auto causal_attention(Q&& q, K&& k, V&& v, S scale) {
+    static_assert(std::is_same_v<value_type_of<Q>, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
+                  "shaped::causal_attention: q, k and v must have one element type");
+    using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;
+    return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<typename node::value_type>(scale));
+}
+template <Expression Q, Expression K, Expression V, Scalar S>
+    requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
+detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S);
+template <class Q, class K, class V, Scalar S>
+    requires any_failed<Q, K, V>
+failed causal_attention(Q&&, K&&, V&&, S);
 
 }  // namespace shaped

@@ -168,7 +168,7 @@ struct broadcast_diag_of {
 template <class Op, class LD, class RD>
 struct broadcast_diag_of<Op, LD, RD, false> {
     using failure = broadcast_failure<LD, RD>;
-    using type = diag::broadcast_dims<Op, diag::show<typename failure::lhs>, diag::show<typename failure::rhs>>;
+    using type = diag::broadcast_dims<Op, typename failure::lhs, typename failure::rhs>;
 };
 template <class Op, class L, class R>
 using broadcast_diag = typename broadcast_diag_of<Op, dims_of<L>, dims_of<R>>::type;
@@ -196,7 +196,10 @@ concept BinaryOperands = (Expression<L> && (Expression<R> || Scalar<R>)) || (Sca
     }                                                                                       \
     template <class L, class R>                                                             \
         requires detail::Unbroadcastable<L, R>                                              \
-    detail::broadcast_diag<op::op_tag, L, R> operator symbol(L&&, R&&);
+    detail::broadcast_diag<op::op_tag, L, R> operator symbol(L&&, R&&);                     \
+    template <class L, class R>                                                             \
+        requires any_failed<L, R>                                                           \
+    failed operator symbol(L&&, R&&);
 
 SHAPED_BINARY_OPERATOR(+, add)
 SHAPED_BINARY_OPERATOR(-, subtract)
@@ -221,6 +224,9 @@ template <class L, class R>
     requires detail::Unbroadcastable<L, R>
 detail::broadcast_diag<op::maximum, L, R> maximum(L&&, R&&);
 template <class L, class R>
+    requires any_failed<L, R>
+failed maximum(L&&, R&&);
+template <class L, class R>
     requires BinaryOperands<L, R> && (!detail::Unbroadcastable<L, R>)
 auto minimum(L&& l, R&& r) {
     return detail::binary<op::minimum>("minimum", std::forward<L>(l), std::forward<R>(r));
@@ -228,12 +234,17 @@ auto minimum(L&& l, R&& r) {
 template <class L, class R>
     requires detail::Unbroadcastable<L, R>
 detail::broadcast_diag<op::minimum, L, R> minimum(L&&, R&&);
+template <class L, class R>
+    requires any_failed<L, R>
+failed minimum(L&&, R&&);
 
 #define SHAPED_UNARY_FUNCTION(name, op_tag)                               \
     template <Expression E>                                               \
     auto name(E&& e) {                                                    \
         return detail::make_elementwise<op::op_tag>(#name, std::forward<E>(e)); \
-    }
+    }                                                                     \
+    template <Failed E>                                                   \
+    failed name(E&&);
 
 SHAPED_UNARY_FUNCTION(operator-, negate)
 SHAPED_UNARY_FUNCTION(operator!, logical_not)
@@ -253,39 +264,65 @@ template <class To, Expression E>
 auto cast(E&& e) {
     return detail::make_elementwise<op::cast<To>>("cast", std::forward<E>(e));
 }
+template <class To, Failed E>
+failed cast(E&&);
+
+namespace detail {
+// where's operands as it holds them: a number as a scalar of the other value's element type.
+template <class A, class B>
+using where_value = std::conditional_t<Expression<A>, A, B>;
+template <class V, class S>
+using where_operand = decltype(as_operand<V>(std::declval<S>()));
+
+template <class C, class A, class B>
+inline constexpr bool where_fits = [] {
+    using TA = where_operand<where_value<A, B>, A>;
+    using TB = where_operand<where_value<A, B>, B>;
+    if constexpr (!broadcastable<dims_of<TA>, dims_of<TB>>) return false;
+    else return broadcastable<dims_of<C>, broadcast_dims<dims_of<TA>, dims_of<TB>>>;
+}();
+
+template <class C, class A, class B>
+using where_diag = diag::where_dims<dims_of<C>, dims_of<where_operand<where_value<A, B>, A>>,
+                                    dims_of<where_operand<where_value<A, B>, B>>>;
+
+template <class E, class M>
+inline constexpr bool mask_fits = rank_of<M> <= rank_of<E> && broadcastable<dims_of<E>, dims_of<M>>;
+}  // namespace detail
+
+// Each operation has two overloads: the one that runs, and the one a misfit picks, only
+// declared, whose return type is the failed check (instantiated at the caller's line).
 
 // where(condition, a, b): a where the condition holds, b elsewhere; all three broadcast.
 template <Expression C, class A, class B>
+    requires(Expression<A> || Expression<B>) && (!any_failed<A, B>) && detail::where_fits<C, A, B>
 auto where(C&& condition, A&& a, B&& b) {
-    using Value = std::conditional_t<Expression<A>, A, B>;
+    using Value = detail::where_value<A, B>;
     auto&& ta = detail::as_operand<Value>(std::forward<A>(a));
     auto&& tb = detail::as_operand<Value>(std::forward<B>(b));
-    using TA = decltype(ta);
-    using TB = decltype(tb);
-    using CD = dims_of<C>;
-    using AB = broadcast_dims<dims_of<TA>, dims_of<TB>>;
-    if constexpr (!broadcastable<dims_of<TA>, dims_of<TB>> || !broadcastable<CD, AB>) {
-        (void)diag::where_dims<diag::show_dims<CD>, diag::show_dims<dims_of<TA>>, diag::show_dims<dims_of<TB>>>{};
-        return diag::failed{};
-    } else {
-        return detail::make_elementwise<op::where>("where", std::forward<C>(condition), std::forward<TA>(ta),
-                                                   std::forward<TB>(tb));
-    }
+    return detail::make_elementwise<op::where>("where", std::forward<C>(condition), std::forward<decltype(ta)>(ta),
+                                               std::forward<decltype(tb)>(tb));
 }
+template <Expression C, class A, class B>
+    requires(Expression<A> || Expression<B>) && (!any_failed<A, B>) && (!detail::where_fits<C, A, B>)
+detail::where_diag<C, A, B> where(C&&, A&&, B&&);
+template <class C, class A, class B>
+    requires any_failed<C, A, B>
+failed where(C&&, A&&, B&&);
 
 // masked_fill(t, mask, value): PyTorch's t.masked_fill(mask, value). The mask broadcasts to t's
 // dims and never widens them.
 template <Expression E, Expression M, Scalar V>
+    requires detail::mask_fits<E, M>
 auto masked_fill(E&& e, M&& mask, V value) {
-    using ED = dims_of<E>;
-    using MD = dims_of<M>;
-    if constexpr (MD::rank > ED::rank || !broadcastable<ED, MD>) {
-        (void)diag::masked_fill_mask<diag::show_dims<MD>, diag::show_dims<ED>>{};
-        return diag::failed{};
-    } else {
-        return detail::make_elementwise<op::masked_fill>("masked_fill", std::forward<E>(e), std::forward<M>(mask),
-                                                         scalar<value_type_of<E>>(static_cast<value_type_of<E>>(value)));
-    }
+    return detail::make_elementwise<op::masked_fill>("masked_fill", std::forward<E>(e), std::forward<M>(mask),
+                                                     scalar<value_type_of<E>>(static_cast<value_type_of<E>>(value)));
 }
+template <Expression E, Expression M, Scalar V>
+    requires(!detail::mask_fits<E, M>)
+diag::masked_fill_mask<dims_of<M>, dims_of<E>> masked_fill(E&&, M&&, V);
+template <class E, class M, class V>
+    requires any_failed<E, M>
+failed masked_fill(E&&, M&&, V);
 
 }  // namespace shaped

@@ -64,15 +64,15 @@ namespace detail {
 // follows it with a second error where it cannot fold the failed helper):
 //     if constexpr (!detail::names_one<D, List>) {
 //         (void)detail::named_diag<op::x, D, List>{};
-//         return diag::failed{};
+//         return failed{};
 //     }
 template <Dim D, class List>
 inline constexpr bool names_one = count_named<D, List> == 1;
 
 template <class Op, Dim D, class List>
 using named_diag = std::conditional_t<count_named<D, List> == 0,
-                                      diag::dim_not_found<Op, diag::show<D>, diag::show_dims<List>>,
-                                      diag::ambiguous_dim<Op, diag::show<D>, diag::show_dims<List>>>;
+                                      diag::dim_not_found<Op, D, List>,
+                                      diag::ambiguous_dim<Op, D, List>>;
 
 // The diagnostic for the first of Ds that does not name exactly one dim of List.
 template <class Op, class List, Dim D, Dim... Rest>

@@ -63,28 +63,39 @@ private:
     std::array<std::size_t, rank> extents_;
 };
 
-template <Expression L, Expression R>
-auto matmul(L&& lhs, R&& rhs) {
-    using LD = dims_of<L>;
-    using RD = dims_of<R>;
+namespace detail {
+// The check of matmul(L, R) that fails, or void.
+template <class LD, class RD>
+consteval auto matmul_misfit() {
     if constexpr (LD::rank < 2 || RD::rank < 2) {
-        (void)diag::matmul_rank<diag::show_dims<LD>, diag::show_dims<RD>>{};
-        return diag::failed{};
+        return std::type_identity<diag::matmul_rank<LD, RD>>{};
     } else {
         using shape = matmul_dims<LD, RD>;
-        using lhs_batch = typename shape::lhs_batch;
-        using rhs_batch = typename shape::rhs_batch;
-        if constexpr (!can_meet<typename shape::lhs_inner, typename shape::rhs_inner>) {
-            (void)diag::matmul_inner_dims<diag::show<typename shape::lhs_inner>, diag::show<typename shape::rhs_inner>>{};
-            return diag::failed{};
-        } else if constexpr (!broadcastable<lhs_batch, rhs_batch>) {
-            using failure = broadcast_failure<lhs_batch, rhs_batch>;
-            (void)diag::matmul_batch_dims<diag::show<typename failure::lhs>, diag::show<typename failure::rhs>>{};
-            return diag::failed{};
-        } else {
-            return matmul_node<operand_t<L&&>, operand_t<R&&>>(std::forward<L>(lhs), std::forward<R>(rhs));
-        }
+        using failure = broadcast_failure<typename shape::lhs_batch, typename shape::rhs_batch>;
+        if constexpr (!can_meet<typename shape::lhs_inner, typename shape::rhs_inner>)
+            return std::type_identity<diag::matmul_inner_dims<typename shape::lhs_inner, typename shape::rhs_inner>>{};
+        else if constexpr (!broadcastable<typename shape::lhs_batch, typename shape::rhs_batch>)
+            return std::type_identity<diag::matmul_batch_dims<typename failure::lhs, typename failure::rhs>>{};
+        else
+            return std::type_identity<void>{};
     }
 }
+template <class L, class R>
+using matmul_misfit_t = typename decltype(matmul_misfit<dims_of<L>, dims_of<R>>())::type;
+}  // namespace detail
+
+template <Expression L, Expression R>
+    requires std::is_void_v<detail::matmul_misfit_t<L, R>>
+auto matmul(L&& lhs, R&& rhs) {
+    return matmul_node<operand_t<L&&>, operand_t<R&&>>(std::forward<L>(lhs), std::forward<R>(rhs));
+}
+// A misfit picks this overload, only declared: its return type is the check, which the compiler
+// instantiates at the caller's line, with no frame of ours around it.
+template <Expression L, Expression R>
+    requires(!std::is_void_v<detail::matmul_misfit_t<L, R>>)
+detail::matmul_misfit_t<L, R> matmul(L&&, R&&);
+template <class L, class R>
+    requires any_failed<L, R>
+failed matmul(L&&, R&&);
 
 }  // namespace shaped

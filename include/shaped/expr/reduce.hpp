@@ -20,7 +20,6 @@ struct min {};
 struct var {};  // unbiased, as torch.var
 struct softmax {};
 struct log_softmax {};
-struct layer_norm {};
 }  // namespace op
 
 
@@ -102,11 +101,18 @@ private:
 
 namespace detail {
 // weight or bias of layer_norm: one dim, meeting x's last.
+// (False for an operand that is no expression, such as a failed one: this is also read while
+// overloads are sorted out.)
 template <class X, class P>
 inline constexpr bool fits_last_dim = [] {
-    if constexpr (rank_of<X> == 0 || rank_of<P> != 1) return false;
+    if constexpr (!Expression<X> || !Expression<P>) return false;
+    else if constexpr (rank_of<X> == 0 || rank_of<P> != 1) return false;
     else return can_meet<dim_at<0, dims_of<P>>, dim_at<rank_of<X> - 1, dims_of<X>>>;
 }();
+
+// The check of a weight or bias that does not fit.
+template <class X, class W, class Bi>
+using layer_norm_diag = diag::layer_norm_parameter<dims_of<X>, dims_of<std::conditional_t<fits_last_dim<X, W>, Bi, W>>>;
 
 template <class X, class P>
 void check_last_dim(std::string_view role, const X& x, const P& p) {
@@ -119,31 +125,35 @@ void check_last_dim(std::string_view role, const X& x, const P& p) {
 
 // torch.nn.functional.layer_norm(x, (D,), weight, bias, eps) over x's last dim D: weight and
 // bias are (D). Lazy, as every operation; it runs as one row kernel when assigned.
+// A misfit picks the overload only declared, whose return type is the failed check (instantiated
+// at the caller's line).
 template <Expression X, Expression W, Expression Bi>
+    requires(detail::fits_last_dim<X, W> && detail::fits_last_dim<X, Bi>)
 auto layer_norm(X&& x, W&& weight, Bi&& bias, double eps = 1e-5) {
-    if constexpr (!detail::fits_last_dim<X, W> || !detail::fits_last_dim<X, Bi>) {
-        using P = std::conditional_t<detail::fits_last_dim<X, W>, Bi, W>;
-        (void)diag::broadcast_dims<op::layer_norm, diag::show_dims<dims_of<X>>, diag::show_dims<dims_of<P>>>{};
-        return diag::failed{};
-    } else {
-        detail::check_last_dim("weight's", x, weight);
-        detail::check_last_dim("bias's", x, bias);
-        return layer_norm_node<operand_t<X&&>, operand_t<W&&>, operand_t<Bi&&>>(
-            std::forward<X>(x), std::forward<W>(weight), std::forward<Bi>(bias), eps);
-    }
+    detail::check_last_dim("weight's", x, weight);
+    detail::check_last_dim("bias's", x, bias);
+    return layer_norm_node<operand_t<X&&>, operand_t<W&&>, operand_t<Bi&&>>(
+        std::forward<X>(x), std::forward<W>(weight), std::forward<Bi>(bias), eps);
 }
+template <Expression X, Expression W, Expression Bi>
+    requires(!(detail::fits_last_dim<X, W> && detail::fits_last_dim<X, Bi>))
+detail::layer_norm_diag<X, W, Bi> layer_norm(X&&, W&&, Bi&&, double = 1e-5);
+
 // Without a bias (nanoGPT's LayerNorm with bias=False).
 template <Expression X, Expression W>
+    requires detail::fits_last_dim<X, W>
 auto layer_norm(X&& x, W&& weight, std::nullptr_t, double eps = 1e-5) {
-    if constexpr (!detail::fits_last_dim<X, W>) {
-        (void)diag::broadcast_dims<op::layer_norm, diag::show_dims<dims_of<X>>, diag::show_dims<dims_of<W>>>{};
-        return diag::failed{};
-    } else {
-        detail::check_last_dim("weight's", x, weight);
-        return layer_norm_node<operand_t<X&&>, operand_t<W&&>, std::nullptr_t>(std::forward<X>(x),
-                                                                              std::forward<W>(weight), nullptr, eps);
-    }
+    detail::check_last_dim("weight's", x, weight);
+    return layer_norm_node<operand_t<X&&>, operand_t<W&&>, std::nullptr_t>(std::forward<X>(x),
+                                                                          std::forward<W>(weight), nullptr, eps);
 }
+template <Expression X, Expression W>
+    requires(!detail::fits_last_dim<X, W>)
+diag::layer_norm_parameter<dims_of<X>, dims_of<W>> layer_norm(X&&, W&&, std::nullptr_t, double = 1e-5);
+
+template <class X, class W, class Bi>
+    requires any_failed<X, W, Bi>
+failed layer_norm(X&&, W&&, Bi&&, double = 1e-5);
 
 namespace detail {
 template <class Op, std::size_t Axis, class E>
@@ -169,7 +179,7 @@ auto make_along(E&& e) {
     }                                                                                              \
     template <int Axis, Expression E>                                                              \
         requires(!axis_in_range<Axis, rank_of<E>>)                                                 \
-    detail::axis_diag<op::name, Axis, rank_of<E>> name(E&&);                                       \
+    detail::axis_diag<op::name, Axis, dims_of<E>::rank> name(E&&);                                 \
     template <Dim D, Expression E>                                                                 \
         requires detail::names_one<D, dims_of<E>>                                                  \
     auto name(E&& e) {                                                                             \
@@ -177,7 +187,11 @@ auto make_along(E&& e) {
     }                                                                                              \
     template <Dim D, Expression E>                                                                 \
         requires(!detail::names_one<D, dims_of<E>>)                                                \
-    detail::named_diag<op::name, D, dims_of<E>> name(E&&);
+    detail::named_diag<op::name, D, dims_of<E>> name(E&&);                                         \
+    template <int Axis, Failed E>                                                                  \
+    failed name(E&&);                                                                              \
+    template <Dim D, Failed E>                                                                     \
+    failed name(E&&);
 
 SHAPED_ALONG_DIM(softmax)
 SHAPED_ALONG_DIM(log_softmax)

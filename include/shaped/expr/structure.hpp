@@ -86,64 +86,77 @@ private:
     E operand_;
 };
 
-// Each operation checks its dims itself, not in a helper: see detail::names_one.
+// Each operation has two overloads: the one that runs, and the one a misfit picks, only
+// declared, whose return type is the failed check. The compiler instantiates that type at the
+// caller's line, so the diagnostic is one error with no frame of ours around it.
 template <Expression E>
+    requires axis_in_range<-2, rank_of<E>>
 auto tril(E&& e, long diagonal = 0) {
-    if constexpr (!axis_in_range<-2, rank_of<E>>) {
-        (void)detail::axis_diag<op::tril, -2, rank_of<E>>{};
-        return diag::failed{};
-    } else {
-        return triangle_node<operand_t<E&&>, false>(std::forward<E>(e), diagonal);
-    }
+    return triangle_node<operand_t<E&&>, false>(std::forward<E>(e), diagonal);
 }
+template <Expression E>
+    requires(!axis_in_range<-2, rank_of<E>>)
+detail::axis_diag<op::tril, -2, dims_of<E>::rank> tril(E&&, long = 0);
+template <Failed E>
+failed tril(E&&, long = 0);
 
 template <Expression E>
+    requires axis_in_range<-2, rank_of<E>>
 auto triu(E&& e, long diagonal = 0) {
-    if constexpr (!axis_in_range<-2, rank_of<E>>) {
-        (void)detail::axis_diag<op::triu, -2, rank_of<E>>{};
-        return diag::failed{};
-    } else {
-        return triangle_node<operand_t<E&&>, true>(std::forward<E>(e), diagonal);
-    }
+    return triangle_node<operand_t<E&&>, true>(std::forward<E>(e), diagonal);
 }
+template <Expression E>
+    requires(!axis_in_range<-2, rank_of<E>>)
+detail::axis_diag<op::triu, -2, dims_of<E>::rank> triu(E&&, long = 0);
+template <Failed E>
+failed triu(E&&, long = 0);
+
+namespace detail {
+template <int I, int J, class List>
+consteval auto transpose_misfit() {
+    if constexpr (!axis_in_range<I, List::rank>) return std::type_identity<axis_diag<op::transpose, I, List::rank>>{};
+    else if constexpr (!axis_in_range<J, List::rank>) return std::type_identity<axis_diag<op::transpose, J, List::rank>>{};
+    else return std::type_identity<void>{};
+}
+template <int I, int J, class E>
+using transpose_misfit_t = typename decltype(transpose_misfit<I, J, dims_of<E>>())::type;
+}  // namespace detail
 
 // transpose<I, J>(e): swaps two dims by position, as x.transpose(i, j) does.
 template <int I, int J, Expression E>
+    requires std::is_void_v<detail::transpose_misfit_t<I, J, E>>
 auto transpose(E&& e) {
     constexpr std::size_t rank = rank_of<E>;
-    if constexpr (!axis_in_range<I, rank>) {
-        (void)detail::axis_diag<op::transpose, I, rank>{};
-        return diag::failed{};
-    } else if constexpr (!axis_in_range<J, rank>) {
-        (void)detail::axis_diag<op::transpose, J, rank>{};
-        return diag::failed{};
-    } else {
-        constexpr auto perm = detail::swapped_indices<rank, normalize_axis<I, rank>, normalize_axis<J, rank>>();
-        return permute_node<operand_t<E&&>, perm>(std::forward<E>(e));
-    }
+    constexpr auto perm = detail::swapped_indices<rank, normalize_axis<I, rank>, normalize_axis<J, rank>>();
+    return permute_node<operand_t<E&&>, perm>(std::forward<E>(e));
 }
+template <int I, int J, Expression E>
+    requires(!std::is_void_v<detail::transpose_misfit_t<I, J, E>>)
+detail::transpose_misfit_t<I, J, E> transpose(E&&);
+template <int I, int J, Failed E>
+failed transpose(E&&);
 
 // transpose<A, B>(e) by name: each name must occur exactly once.
 template <Dim A, Dim B, Expression E>
+    requires(detail::names_one<A, dims_of<E>> && detail::names_one<B, dims_of<E>>)
 auto transpose(E&& e) {
     using List = dims_of<E>;
-    if constexpr (!detail::names_one<A, List>) {
-        (void)detail::named_diag<op::transpose, A, List>{};
-        return diag::failed{};
-    } else if constexpr (!detail::names_one<B, List>) {
-        (void)detail::named_diag<op::transpose, B, List>{};
-        return diag::failed{};
-    } else {
-        return transpose<static_cast<int>(index_named<A, List>), static_cast<int>(index_named<B, List>)>(
-            std::forward<E>(e));
-    }
+    return transpose<static_cast<int>(index_named<A, List>), static_cast<int>(index_named<B, List>)>(
+        std::forward<E>(e));
 }
+template <Dim A, Dim B, Expression E>
+    requires(!(detail::names_one<A, dims_of<E>> && detail::names_one<B, dims_of<E>>))
+detail::first_unnamed_diag<op::transpose, dims_of<E>, A, B> transpose(E&&);
+template <Dim A, Dim B, Failed E>
+failed transpose(E&&);
 
 // mT(e): the last two dims swapped, as x.mT (and x.transpose(-2, -1)).
 template <Expression E>
 auto mT(E&& e) {
     return transpose<-2, -1>(std::forward<E>(e));
 }
+template <Failed E>
+failed mT(E&&);
 
 namespace detail {
 template <int... Axes>
@@ -157,60 +170,80 @@ constexpr bool is_permutation() {
     }
     return true;
 }
+
+template <class List, int... Axes>
+inline constexpr bool permutes = sizeof...(Axes) == List::rank && is_permutation<Axes...>();
+
+template <class List, Dim... Ds>
+consteval auto permute_misfit() {
+    if constexpr (!(names_one<Ds, List> && ...))
+        return std::type_identity<first_unnamed_diag<op::permute, List, Ds...>>{};
+    else if constexpr (!permutes<List, static_cast<int>(index_named<Ds, List>)...>)
+        return std::type_identity<diag::not_a_permutation<op::permute, Ds..., List>>{};
+    else
+        return std::type_identity<void>{};
+}
+template <class E, Dim... Ds>
+using permute_misfit_t = typename decltype(permute_misfit<dims_of<E>, Ds...>())::type;
 }  // namespace detail
 
 // permute<Axes...>(e): result dim i is e's dim Axes[i], as x.permute(...) does.
 template <int... Axes, Expression E>
-    requires(sizeof...(Axes) > 0)
+    requires(sizeof...(Axes) > 0 && detail::permutes<dims_of<E>, Axes...>)
 auto permute(E&& e) {
     constexpr std::size_t rank = rank_of<E>;
-    if constexpr (sizeof...(Axes) != rank || !detail::is_permutation<Axes...>()) {
-        (void)diag::not_a_permutation<op::permute, diag::axis<Axes>..., diag::rank<rank>>{};
-        return diag::failed{};
-    } else {
-        constexpr std::array<std::size_t, rank> perm{normalize_axis<Axes, rank>...};
-        return permute_node<operand_t<E&&>, perm>(std::forward<E>(e));
-    }
+    constexpr std::array<std::size_t, rank> perm{normalize_axis<Axes, rank>...};
+    return permute_node<operand_t<E&&>, perm>(std::forward<E>(e));
 }
+template <int... Axes, Expression E>
+    requires(sizeof...(Axes) > 0 && !detail::permutes<dims_of<E>, Axes...>)
+diag::not_a_permutation<op::permute, diag::axis<Axes>..., diag::rank<dims_of<E>::rank>> permute(E&&);
+template <int... Axes, Failed E>
+failed permute(E&&);
 
 // permute<Ds...>(e) by name: the same dims in the order named; each name must occur once.
 template <Dim... Ds, Expression E>
-    requires(sizeof...(Ds) > 0)
+    requires(sizeof...(Ds) > 0 && std::is_void_v<detail::permute_misfit_t<E, Ds...>>)
 auto permute(E&& e) {
     using List = dims_of<E>;
-    if constexpr (!(detail::names_one<Ds, List> && ...)) {
-        (void)detail::first_unnamed_diag<op::permute, List, Ds...>{};
-        return diag::failed{};
-    } else if constexpr (sizeof...(Ds) != List::rank ||
-                         !detail::is_permutation<static_cast<int>(index_named<Ds, List>)...>()) {
-        (void)diag::not_a_permutation<op::permute, diag::show<Ds>..., diag::show_dims<List>>{};
-        return diag::failed{};
+    return permute_node<operand_t<E&&>, std::array<std::size_t, List::rank>{index_named<Ds, List>...}>(
+        std::forward<E>(e));
+}
+template <Dim... Ds, Expression E>
+    requires(sizeof...(Ds) > 0 && !std::is_void_v<detail::permute_misfit_t<E, Ds...>>)
+detail::permute_misfit_t<E, Ds...> permute(E&&);
+template <Dim... Ds, Failed E>
+failed permute(E&&);
+
+namespace detail {
+template <Dim From, Dim To, class List>
+consteval auto rename_misfit() {
+    if constexpr (!names_one<From, List>) {
+        return std::type_identity<named_diag<op::rename, From, List>>{};
+    } else if constexpr (count_named<To, List> > 0 && !same_name<From, To>) {
+        return std::type_identity<diag::rename_collision<From, To, List>>{};
     } else {
-        return permute_node<operand_t<E&&>, std::array<std::size_t, List::rank>{index_named<Ds, List>...}>(
-            std::forward<E>(e));
+        using old = dim_at<index_named<From, List>, List>;
+        if constexpr (!can_meet<renamed_dim<old, To::name>, To>) return std::type_identity<diag::rename_extent<old, To>>{};
+        else return std::type_identity<void>{};
     }
 }
+template <Dim From, Dim To, class E>
+using rename_misfit_t = typename decltype(rename_misfit<From, To, dims_of<E>>())::type;
+}  // namespace detail
 
 // rename<From, To>(e): the dim named From is called To; To must not name another dim already.
 template <Dim From, Dim To, Expression E>
+    requires std::is_void_v<detail::rename_misfit_t<From, To, E>>
 auto rename(E&& e) {
     using List = dims_of<E>;
-    if constexpr (!detail::names_one<From, List>) {
-        (void)detail::named_diag<op::rename, From, List>{};
-        return diag::failed{};
-    } else if constexpr (count_named<To, List> > 0 && !same_name<From, To>) {
-        (void)diag::rename_collision<diag::show<From>, diag::show<To>, diag::show_dims<List>>{};
-        return diag::failed{};
-    } else {
-        using old = dim_at<index_named<From, List>, List>;
-        using target = renamed_dim<old, To::name>;
-        if constexpr (!can_meet<target, To>) {
-            (void)diag::rename_extent<diag::show<old>, diag::show<To>>{};
-            return diag::failed{};
-        } else {
-            return rename_node<operand_t<E&&>, replace_at<index_named<From, List>, target, List>>(std::forward<E>(e));
-        }
-    }
+    using target = renamed_dim<dim_at<index_named<From, List>, List>, To::name>;
+    return rename_node<operand_t<E&&>, replace_at<index_named<From, List>, target, List>>(std::forward<E>(e));
 }
+template <Dim From, Dim To, Expression E>
+    requires(!std::is_void_v<detail::rename_misfit_t<From, To, E>>)
+detail::rename_misfit_t<From, To, E> rename(E&&);
+template <Dim From, Dim To, Failed E>
+failed rename(E&&);
 
 }  // namespace shaped

@@ -84,37 +84,60 @@ auto concat_along(const First& first, const Rest&... rest) {
 
 }  // namespace detail
 
-template <int Axis, Expression First, Expression... Rest>
-auto concat(const First& first, const Rest&... rest) {
-    constexpr std::size_t rank = rank_of<First>;
-    if constexpr (!axis_in_range<Axis, rank>) {
-        (void)detail::axis_diag<op::concat, Axis, rank>{};
-        return diag::failed{};
+namespace detail {
+// The check of concatenating along Axis (a position, or the dim named like D) that fails, or void.
+template <auto Axis, class First, class... Rest>
+consteval auto concat_misfit() {
+    // An operand that is no expression (a failed one) picks no overload of these: nothing to show.
+    if constexpr (!Expression<First> || !(Expression<Rest> && ...)) {
+        return std::type_identity<failed>{};
+    } else if constexpr (std::is_same_v<decltype(Axis), int>) {
+        using List = dims_of<First>;
+        if constexpr (!axis_in_range<Axis, List::rank>)
+            return std::type_identity<axis_diag<op::concat, Axis, List::rank>>{};
+        else if constexpr (!(joinable<normalize_axis<Axis, List::rank>, First, Rest> && ...))
+            return std::type_identity<diag::concat_dims<List, dims_of<Rest>...>>{};
+        else
+            return std::type_identity<void>{};
     } else {
-        constexpr std::size_t axis = normalize_axis<Axis, rank>;
-        if constexpr (!(detail::joinable<axis, First, Rest> && ...)) {
-            (void)diag::concat_dims<diag::show_dims<dims_of<First>>, diag::show_dims<dims_of<Rest>>...>{};
-            return diag::failed{};
-        } else {
-            return detail::concat_along<axis>(first, rest...);
-        }
+        using List = dims_of<First>;
+        using D = typename decltype(Axis)::type;
+        if constexpr (!names_one<D, List>)
+            return std::type_identity<named_diag<op::concat, D, List>>{};
+        else if constexpr (!(joinable<index_named<D, List>, First, Rest> && ...))
+            return std::type_identity<diag::concat_dims<List, dims_of<Rest>...>>{};
+        else
+            return std::type_identity<void>{};
     }
 }
+template <auto Axis, class First, class... Rest>
+using concat_misfit_t = typename decltype(concat_misfit<Axis, First, Rest...>())::type;
+}  // namespace detail
 
-// Checked here rather than by delegating to the positional form: a failure stays one frame
-// from the caller's line.
-template <Dim D, Expression First, Expression... Rest>
+// Each form has two overloads: the one that runs, and the one a misfit picks, only declared,
+// whose return type is the failed check (instantiated at the caller's line).
+template <int Axis, Expression First, Expression... Rest>
+    requires std::is_void_v<detail::concat_misfit_t<Axis, First, Rest...>>
 auto concat(const First& first, const Rest&... rest) {
-    using List = dims_of<First>;
-    if constexpr (!detail::names_one<D, List>) {
-        (void)detail::named_diag<op::concat, D, List>{};
-        return diag::failed{};
-    } else if constexpr (!(detail::joinable<index_named<D, List>, First, Rest> && ...)) {
-        (void)diag::concat_dims<diag::show_dims<List>, diag::show_dims<dims_of<Rest>>...>{};
-        return diag::failed{};
-    } else {
-        return detail::concat_along<index_named<D, List>>(first, rest...);
-    }
+    return detail::concat_along<normalize_axis<Axis, rank_of<First>>>(first, rest...);
 }
+template <int Axis, Expression First, Expression... Rest>
+    requires(!std::is_void_v<detail::concat_misfit_t<Axis, First, Rest...>>)
+detail::concat_misfit_t<Axis, First, Rest...> concat(const First&, const Rest&...);
+template <int Axis, class... Es>
+    requires any_failed<Es...>
+failed concat(const Es&...);
+
+template <Dim D, Expression First, Expression... Rest>
+    requires std::is_void_v<detail::concat_misfit_t<std::type_identity<D>{}, First, Rest...>>
+auto concat(const First& first, const Rest&... rest) {
+    return detail::concat_along<index_named<D, dims_of<First>>>(first, rest...);
+}
+template <Dim D, Expression First, Expression... Rest>
+    requires(!std::is_void_v<detail::concat_misfit_t<std::type_identity<D>{}, First, Rest...>>)
+detail::concat_misfit_t<std::type_identity<D>{}, First, Rest...> concat(const First&, const Rest&...);
+template <Dim D, class... Es>
+    requires any_failed<Es...>
+failed concat(const Es&...);
 
 }  // namespace shaped

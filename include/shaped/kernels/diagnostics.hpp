@@ -7,7 +7,7 @@
 namespace shaped::diag {
 
 template <class... Shown>
-struct concat_dims {
+struct concat_dims : failed {
     static_assert(sizeof...(Shown) == 0,
                   "shaped::concat: the operands differ in a dim other than the one joined");
 };

@@ -35,11 +35,6 @@
 #include <tuple>
 #include <type_traits>
 
-namespace shaped::op {
-struct attention_head {};
-struct multi_head_attention {};
-}  // namespace shaped::op
-
 namespace shaped::nn {
 
 namespace detail {
@@ -49,7 +44,7 @@ template <class T, Dim... Ds>
     requires cache_layout<Ds...>
 inline constexpr bool is_kv_cache<KVCache<T, Ds...>> = true;
 
-// The diagnostic of an attention layer's call (Op names the layer) whose input x is not
+// The diagnostic of an attention layer's call (Op is the layer) whose input x is not
 // (B, T, C), or whose cache (void for the full forward) does not fit the layer or the input;
 // void when the call fits.
 template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
@@ -79,22 +74,34 @@ public:
     explicit Head(Generator& gen) : key(gen), query(gen), value(gen) {}
 
     // The full causal forward: x (B, T, C) -> (B, T, H).
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
     template <Expression X>
+        requires std::is_void_v<detail::attention_misfit_t<Head, C, X, void, H>>
     auto operator()(const X& x) const {
-        // The checks are written here, in the function the user calls, so that a misuse is one error.
-        using misfit = detail::attention_misfit_t<op::attention_head, C, X, void, H>;
-        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
-        else return causal_self_attention(*this, x);
+        return causal_self_attention(*this, x);
     }
+    template <Expression X>
+        requires(!std::is_void_v<detail::attention_misfit_t<Head, C, X, void, H>>)
+    detail::attention_misfit_t<Head, C, X, void, H> operator()(const X&) const;
 
     // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, H). With
     // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
     template <Expression X, KeyValueCache Cache>
+        requires std::is_void_v<detail::attention_misfit_t<Head, C, X, Cache, H>>
     auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        using misfit = detail::attention_misfit_t<op::attention_head, C, X, Cache, H>;
-        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
-        else return causal_self_attention(*this, x, cache, counts);
+        return causal_self_attention(*this, x, cache, counts);
     }
+    template <Expression X, KeyValueCache Cache>
+        requires(!std::is_void_v<detail::attention_misfit_t<Head, C, X, Cache, H>>)
+    detail::attention_misfit_t<Head, C, X, Cache, H> operator()(const X&, Cache&,
+                                                                   std::optional<typename Cache::lengths_type> = std::nullopt) const;
+
+    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
+    // second error.
+    template <class... Args>
+        requires any_failed<Args...>
+    failed operator()(Args&&...) const;
 
     // Calls f(name, parameter) for each parameter, named as the chapter's Head module's
     // state_dict names them: "key.weight", "query.weight", "value.weight".
@@ -137,7 +144,7 @@ template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = f
 class MultiHeadAttention {
     // NH heads of size HS share the C channels: NH x HS must be C.
     static constexpr std::conditional_t<NH::extent * HS::extent == C::extent, detail::check_passed,
-                                        diag::attention_heads_product<diag::show<C>, diag::show<NH>, diag::show<HS>>>
+                                        diag::attention_heads_product<C, NH, HS>>
         heads_fill_channels{};
 
 public:
@@ -159,21 +166,34 @@ public:
     explicit MultiHeadAttention(Generator& gen) : c_attn(gen), c_proj(gen) {}
 
     // The full causal forward: x (B, T, C) -> (B, T, C).
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
     template <Expression X>
+        requires std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, void, HS, NH>>
     auto operator()(const X& x) const {
-        using misfit = detail::attention_misfit_t<op::multi_head_attention, C, X, void, HS, NH>;
-        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
-        else return causal_self_attention(*this, x);
+        return causal_self_attention(*this, x);
     }
+    template <Expression X>
+        requires(!std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, void, HS, NH>>)
+    detail::attention_misfit_t<MultiHeadAttention, C, X, void, HS, NH> operator()(const X&) const;
 
     // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
     // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
     template <Expression X, KeyValueCache Cache>
+        requires std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, Cache, HS, NH>>
     auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        using misfit = detail::attention_misfit_t<op::multi_head_attention, C, X, Cache, HS, NH>;
-        if constexpr (!std::is_void_v<misfit>) return (void)misfit{}, diag::failed{};
-        else return causal_self_attention(*this, x, cache, counts);
+        return causal_self_attention(*this, x, cache, counts);
     }
+    template <Expression X, KeyValueCache Cache>
+        requires(!std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, Cache, HS, NH>>)
+    detail::attention_misfit_t<MultiHeadAttention, C, X, Cache, HS, NH> operator()(
+        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
+
+    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
+    // second error.
+    template <class... Args>
+        requires any_failed<Args...>
+    failed operator()(Args&&...) const;
 
     // Calls f(name, parameter) for each parameter, named as nanoGPT's CausalSelfAttention's
     // state_dict names them: "c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"
@@ -220,22 +240,27 @@ namespace detail {
 
 template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
 consteval auto attention_misfit() {
-    if constexpr (rank_of<X> != 3 || !can_meet<dim_at<2, dims_of<X>>, C>) {
-        return std::type_identity<diag::layer_input<Op, diag::show<C>, diag::show_dims<dims_of<X>>>>{};
+    // Heads that do not fill the channels were reported with the layer's type, and an input or cache
+    // that is no expression or cache (a failed one) picks no overload of these: silent here.
+    if constexpr ((sizeof...(Heads) > 0 && (HS::extent * ... * Heads::extent) != C::extent) || !Expression<X> ||
+                  (!std::is_void_v<Cache> && !KeyValueCache<Cache>)) {
+        return std::type_identity<failed>{};
+    } else if constexpr (rank_of<X> != 3 || !can_meet<dim_at<2, dims_of<X>>, C>) {
+        return std::type_identity<diag::layer_input<Op, C, dims_of<X>>>{};
     } else if constexpr (std::is_void_v<Cache>) {
         return std::type_identity<void>{};
     } else {
         using CD = typename Cache::dims_type;
         using XB = dim_at<0, dims_of<X>>;
-        using heads = diag::attention_cache_heads<Op, diag::dims<diag::show<Heads>...>, diag::show_dims<CD>>;
+        using heads = diag::attention_cache_heads<Op, dims<Heads...>, CD>;
         if constexpr (CD::rank != 3 + sizeof...(Heads))
             return std::type_identity<heads>{};
         else if constexpr (!(can_meet<Heads, dim_at<1, CD>> && ...))
             return std::type_identity<heads>{};
         else if constexpr (!can_meet<HS, dim_at<CD::rank - 1, CD>>)
-            return std::type_identity<diag::attention_cache_head_size<Op, diag::show<HS>, diag::show<dim_at<CD::rank - 1, CD>>>>{};
+            return std::type_identity<diag::attention_cache_head_size<Op, HS, dim_at<CD::rank - 1, CD>>>{};
         else if constexpr (!can_meet<XB, dim_at<0, CD>>)
-            return std::type_identity<diag::attention_cache_batch<Op, diag::show<XB>, diag::show<dim_at<0, CD>>>>{};
+            return std::type_identity<diag::attention_cache_batch<Op, XB, dim_at<0, CD>>>{};
         else
             return std::type_identity<void>{};
     }

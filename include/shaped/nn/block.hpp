@@ -18,10 +18,6 @@
 #include <string_view>
 #include <type_traits>
 
-namespace shaped::op {
-struct block {};
-}  // namespace shaped::op
-
 namespace shaped::nn {
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
@@ -43,34 +39,40 @@ public:
     explicit Block(Generator& gen) : ln_1(gen), attn(gen), ln_2(gen), mlp(gen) {}
 
     // The full causal forward: x (B, T, C) -> (B, T, C).
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
     template <Expression X>
+        requires std::is_void_v<detail::attention_misfit_t<Block, C, X, void, HS, NH>>
     auto operator()(const X& x) const {
-        // The checks are written here, in the function the user calls, so that a misuse is one error.
-        using misfit = detail::attention_misfit_t<op::block, C, X, void, HS, NH>;
-        if constexpr (!std::is_void_v<misfit>) {
-            return (void)misfit{}, diag::failed{};
-        } else {
-            auto out = attn(ln_1(x));
-            residual(out, x);
-            return out;
-        }
+        auto out = attn(ln_1(x));
+        residual(out, x);
+        return out;
     }
+    template <Expression X>
+        requires(!std::is_void_v<detail::attention_misfit_t<Block, C, X, void, HS, NH>>)
+    detail::attention_misfit_t<Block, C, X, void, HS, NH> operator()(const X&) const;
 
     // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
     // counts (a ragged batch), batch row b takes only the first counts[b] positions of x; the
     // output at its padding positions is 0.
     template <Expression X, KeyValueCache Cache>
+        requires std::is_void_v<detail::attention_misfit_t<Block, C, X, Cache, HS, NH>>
     auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        using misfit = detail::attention_misfit_t<op::block, C, X, Cache, HS, NH>;
-        if constexpr (!std::is_void_v<misfit>) {
-            return (void)misfit{}, diag::failed{};
-        } else {
-            auto out = attn(ln_1(x), cache, counts);
-            residual(out, x);
-            if (counts) detail::zero_padding(out, *counts);
-            return out;
-        }
+        auto out = attn(ln_1(x), cache, counts);
+        residual(out, x);
+        if (counts) detail::zero_padding(out, *counts);
+        return out;
     }
+    template <Expression X, KeyValueCache Cache>
+        requires(!std::is_void_v<detail::attention_misfit_t<Block, C, X, Cache, HS, NH>>)
+    detail::attention_misfit_t<Block, C, X, Cache, HS, NH> operator()(
+        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
+
+    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
+    // second error.
+    template <class... Args>
+        requires any_failed<Args...>
+    failed operator()(Args&&...) const;
 
     // Calls f(name, parameter) for each parameter, named as nanoGPT's Block's state_dict names
     // them: "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", ..., "ln_2.", "mlp.c_fc.weight", ...

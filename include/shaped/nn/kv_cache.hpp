@@ -53,10 +53,11 @@ inline constexpr bool append_fits = [] {
 }();
 }  // namespace detail
 
-// Any other dims stop the compile here, with the dims in the diagnostic.
+// Any other dims stop the compile here, with the dims in the diagnostic. The rejected type is a
+// failed check, which the layers it is passed to accept without a second error.
 template <class T, class... Ds>
-class KVCache {
-    static constexpr diag::cache_layout<diag::show_dims<dims<Ds...>>> rejected{};
+class KVCache : public failed {
+    static constexpr diag::cache_layout<dims<Ds...>> rejected{};
 };
 
 template <class T, Dim... Ds>
@@ -102,9 +103,9 @@ public:
     void append(const K& k, const V& v, std::optional<lengths_type> counts = std::nullopt) {
         // The dims are checked here, in the function the user calls, so that a misfit is one error.
         if constexpr (!detail::append_fits<dims_type, dims_of<K>>) {
-            (void)diag::cache_append_dims<diag::show_dims<dims_type>, diag::show_dims<dims_of<K>>>{};
+            (void)diag::cache_append_dims<dims_type, dims_of<K>>{};
         } else if constexpr (!detail::append_fits<dims_type, dims_of<V>>) {
-            (void)diag::cache_append_dims<diag::show_dims<dims_type>, diag::show_dims<dims_of<V>>>{};
+            (void)diag::cache_append_dims<dims_type, dims_of<V>>{};
         } else {
             const std::size_t n = k.extents()[rank - 2];
             if (!counts) counts.emplace().fill(n);
@@ -115,6 +116,10 @@ public:
             for (std::size_t b = 0; b < batch; ++b) lengths_[b] += (*counts)[b];
         }
     }
+    // After a failed check in the keys' or values' expression: nothing, with no second error.
+    template <class K, class V>
+        requires any_failed<K, V>
+    void append(const K&, const V&, std::optional<lengths_type> = std::nullopt);
 
     // The filled prefix, positions 0 .. length() - 1 of every row, as it is when taken (after an
     // append, take it again to see the new positions). In a ragged batch a row shorter than

@@ -6,6 +6,7 @@
 
 #include <shaped/kernels.hpp>
 #include <shaped/nn/diagnostics.hpp>
+#include <shaped/nn/linear.hpp>
 #include <shaped/tensor.hpp>
 
 #include <string_view>
@@ -13,15 +14,6 @@
 #include <utility>
 
 namespace shaped::nn {
-
-namespace detail {
-// x is (..., C), C the layer's.
-template <Dim C, class X>
-inline constexpr bool last_dim_fits = [] {
-    if constexpr (rank_of<X> == 0) return false;
-    else return can_meet<dim_at<rank_of<X> - 1, dims_of<X>>, C>;
-}();
-}  // namespace detail
 
 template <StaticDim C, bool Bias = true, class T = float>
 class LayerNorm {
@@ -38,18 +30,21 @@ public:
     explicit LayerNorm(Generator&) : weight(ones<T, C>()) {}
 
     // x (..., C) -> (..., C), lazy.
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
     template <Expression X>
+        requires detail::last_dim_fits<C, X>
     auto operator()(X&& x) const {
-        // The check is written here, in the function the user calls, so that a misuse is one error.
-        if constexpr (!detail::last_dim_fits<C, X>) {
-            (void)diag::layer_input<op::layer_norm, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-            return diag::failed{};
-        } else if constexpr (Bias) {
-            return layer_norm(std::forward<X>(x), weight, bias, eps);
-        } else {
-            return layer_norm(std::forward<X>(x), weight, nullptr, eps);
-        }
+        if constexpr (Bias) return layer_norm(std::forward<X>(x), weight, bias, eps);
+        else return layer_norm(std::forward<X>(x), weight, nullptr, eps);
     }
+    template <Expression X>
+        requires(!detail::last_dim_fits<C, X>)
+    diag::layer_input<LayerNorm, C, dims_of<X>> operator()(X&&) const;
+
+    // After a failed check in the input's expression: failed, with no second error.
+    template <Failed X>
+    failed operator()(X&&) const;
 
     // Calls f(name, parameter) for each parameter, named as in PyTorch's state_dict: "weight",
     // then "bias" (when there is one).

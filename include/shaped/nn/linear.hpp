@@ -4,6 +4,7 @@
 // type of the parameters (float by default; double for reference computations).
 
 #include <shaped/kernels.hpp>
+#include <shaped/nn/diagnostics.hpp>
 #include <shaped/tensor.hpp>
 
 #include <cmath>
@@ -14,6 +15,13 @@
 namespace shaped::nn {
 
 namespace detail {
+// x is (..., C), C a layer's channel dim (its in_features, for a Linear).
+template <Dim C, class X>
+inline constexpr bool last_dim_fits = [] {
+    if constexpr (!Expression<X> || rank_of<X> == 0) return false;
+    else return can_meet<dim_at<rank_of<X> - 1, dims_of<X>>, C>;
+}();
+
 // f, called for a sublayer's parameters under `prefix`: f("key.weight", ...) for "weight".
 template <class F>
 auto prefixed(std::string_view prefix, F& f) {
@@ -42,12 +50,23 @@ public:
         if constexpr (Bias) gen.fill_uniform(bias.elements(), -bound, bound);
     }
 
-    // x's last dim must be In; the result has Out in its place.
+    // x (..., In) -> (..., Out), lazy.
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
     template <Expression X>
+        requires detail::last_dim_fits<In, X>
     auto operator()(X&& x) const {
         if constexpr (Bias) return matmul(std::forward<X>(x), weight.mT()) + bias;
         else return matmul(std::forward<X>(x), weight.mT());
     }
+    template <Expression X>
+        requires(!detail::last_dim_fits<In, X>)
+    diag::layer_input<Linear, In, dims_of<X>> operator()(X&&) const;
+
+    // After a failed check in the input's expression: failed, with no second error.
+    template <Failed X>
+    failed operator()(X&&) const;
+
 
     // Calls f(name, parameter) for each parameter, named as in PyTorch's state_dict: "weight",
     // then "bias" (when there is one). io::load_parameters and io::save_parameters use this.

@@ -14,10 +14,6 @@
 #include <string_view>
 #include <utility>
 
-namespace shaped::op {
-struct mlp {};
-}  // namespace shaped::op
-
 namespace shaped::nn {
 
 // nanoGPT's hidden width, 4 x n_embd.
@@ -41,17 +37,21 @@ public:
     explicit MLP(Generator& gen) : c_fc(gen), c_proj(gen) {}
 
     // x (..., C) -> (..., C).
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
     template <Expression X>
+        requires detail::last_dim_fits<C, X>
     auto operator()(const X& x) const {
-        // The check is written here, in the function the user calls, so that a misuse is one error.
-        if constexpr (!detail::last_dim_fits<C, X>) {
-            (void)diag::layer_input<op::mlp, diag::show<C>, diag::show_dims<dims_of<X>>>{};
-            return diag::failed{};
-        } else {
-            auto h = hidden(x);
-            return tensor_for<T, replace_at<rank_of<X> - 1, C, dims_of<X>>>(c_proj(h));
-        }
+        auto h = hidden(x);
+        return tensor_for<T, replace_at<rank_of<X> - 1, C, dims_of<X>>>(c_proj(h));
     }
+    template <Expression X>
+        requires(!detail::last_dim_fits<C, X>)
+    diag::layer_input<MLP, C, dims_of<X>> operator()(const X&) const;
+
+    // After a failed check in the input's expression: failed, with no second error.
+    template <Failed X>
+    failed operator()(X&&) const;
 
     // Calls f(name, parameter) for each parameter, named as nanoGPT's MLP's state_dict names them:
     // "c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias" (the biases only with Bias).

@@ -24,18 +24,6 @@ struct split {};
 struct merge {};
 }  // namespace op
 
-// split<D, D1, D2>(x, dynamic extents...): x's dim D as D1 (outer) and D2 (inner). A dynamic D1
-// or D2 takes its extent as a value, one per dynamic dim, in order: split<T, W, P>(x, W{4}).
-template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
-auto split(E&& x, Dynamic... extents);
-
-// merge<D1, D2, D>(x): x's adjacent dims D1, D2 (in that order) as one dim D. A dynamic D takes
-// the product of their extents.
-template <Dim D1, Dim D2, Dim D, Expression E>
-auto merge(E&& x);
-
-// ---- implementation ------------------------------------------------------------------------
-
 namespace detail {
 
 // Whether Outer x Inner can be Old: always, unless all three are static and the product differs.
@@ -76,103 +64,125 @@ auto reshape_evaluated(const E& x, const extents_of<NewDims>& new_extents) {
 
 }  // namespace detail
 
+namespace detail {
+template <Dim D, Dim D1, Dim D2, class List>
+consteval auto split_misfit() {
+    if constexpr (count_named<D, List> != 1) return std::type_identity<named_diag<op::split, D, List>>{};
+    else if constexpr (!product_fits<dim_at<index_named<D, List>, List>, D1, D2>)
+        return std::type_identity<diag::reshape_product<op::split, dim_at<index_named<D, List>, List>, D1, D2>>{};
+    else return std::type_identity<void>{};
+}
+template <Dim D, Dim D1, Dim D2, class E>
+using split_misfit_t = typename decltype(split_misfit<D, D1, D2, dims_of<E>>())::type;
+
+template <Dim D1, Dim D2, Dim D, class List>
+consteval auto merge_misfit() {
+    if constexpr (count_named<D1, List> != 1) {
+        return std::type_identity<named_diag<op::merge, D1, List>>{};
+    } else if constexpr (count_named<D2, List> != 1) {
+        return std::type_identity<named_diag<op::merge, D2, List>>{};
+    } else if constexpr (index_named<D2, List> != index_named<D1, List> + 1) {
+        return std::type_identity<diag::reshape_not_adjacent<D1, D2, List>>{};
+    } else {
+        using Outer = dim_at<index_named<D1, List>, List>;
+        using Inner = dim_at<index_named<D1, List> + 1, List>;
+        if constexpr (!product_fits<D, Outer, Inner>)
+            return std::type_identity<diag::reshape_product<op::merge, D, Outer, Inner>>{};
+        else return std::type_identity<void>{};
+    }
+}
+template <Dim D1, Dim D2, Dim D, class E>
+using merge_misfit_t = typename decltype(merge_misfit<D1, D2, D, dims_of<E>>())::type;
+}  // namespace detail
+
+// Each operation has two overloads: the one that runs, and the one a misfit picks, only declared,
+// whose return type is the failed check (instantiated at the caller's line).
+
+// split<D, D1, D2>(x, dynamic extents...): x's dim D as D1 (outer) and D2 (inner). A dynamic D1
+// or D2 takes its extent as a value, one per dynamic dim, in order: split<T, W, P>(x, W{4}).
 template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
+    requires std::is_void_v<detail::split_misfit_t<D, D1, D2, E>>
 auto split(E&& x, Dynamic... extents) {
     using List = dims_of<E>;
     static_assert(std::is_same_v<dims<Dynamic...>, dynamic_dims<dims<D1, D2>>>,
                   "shaped::split: give one extent per dynamic new dim, as values of those dims, in order");
-    // The checks are written here, in the function the user calls, so that a failure is one
-    // error at the user's line.
-    if constexpr (count_named<D, List> != 1) {
-        (void)detail::named_diag<op::split, D, List>{};
-        return diag::failed{};
+    constexpr std::size_t axis = index_named<D, List>;
+    using Old = dim_at<axis, List>;
+    using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D1, D2>, slice_dims<axis + 1, List::rank, List>>;
+    const auto [outer, inner] = detail::make_extents(dims<D1, D2>{}, extents...);
+    const auto old_extents = x.extents();
+    detail::check_reshape_extents<Old, D1, D2>("split", old_extents[axis], outer, inner);
+
+    extents_of<NewDims> new_extents{};
+    for (std::size_t i = 0; i < List::rank; ++i) new_extents[i < axis ? i : i + 1] = old_extents[i];
+    new_extents[axis] = outer;
+    new_extents[axis + 1] = inner;
+
+    if constexpr (detail::reshape_as_view<E>) {
+        const auto old_strides = x.strides();
+        std::array<std::ptrdiff_t, NewDims::rank> strides{};
+        for (std::size_t i = 0; i < List::rank; ++i) strides[i < axis ? i : i + 1] = old_strides[i];
+        strides[axis] = old_strides[axis] * static_cast<std::ptrdiff_t>(inner);
+        strides[axis + 1] = old_strides[axis];
+        return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
+                                                                                     strides);
     } else {
-        constexpr std::size_t axis = index_named<D, List>;
-        using Old = dim_at<axis, List>;
-        if constexpr (!detail::product_fits<Old, D1, D2>) {
-            (void)diag::reshape_product<op::split, diag::show<Old>, diag::show<D1>, diag::show<D2>>{};
-            return diag::failed{};
-        } else {
-            using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D1, D2>, slice_dims<axis + 1, List::rank, List>>;
-            const auto [outer, inner] = detail::make_extents(dims<D1, D2>{}, extents...);
-            const auto old_extents = x.extents();
-            detail::check_reshape_extents<Old, D1, D2>("split", old_extents[axis], outer, inner);
-
-            extents_of<NewDims> new_extents{};
-            for (std::size_t i = 0; i < List::rank; ++i) new_extents[i < axis ? i : i + 1] = old_extents[i];
-            new_extents[axis] = outer;
-            new_extents[axis + 1] = inner;
-
-            if constexpr (detail::reshape_as_view<E>) {
-                const auto old_strides = x.strides();
-                std::array<std::ptrdiff_t, NewDims::rank> strides{};
-                for (std::size_t i = 0; i < List::rank; ++i) strides[i < axis ? i : i + 1] = old_strides[i];
-                strides[axis] = old_strides[axis] * static_cast<std::ptrdiff_t>(inner);
-                strides[axis + 1] = old_strides[axis];
-                return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
-                                                                                             strides);
-            } else {
-                return detail::reshape_evaluated<NewDims>(x, new_extents);
-            }
-        }
+        return detail::reshape_evaluated<NewDims>(x, new_extents);
     }
 }
+template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
+    requires(!std::is_void_v<detail::split_misfit_t<D, D1, D2, E>>)
+detail::split_misfit_t<D, D1, D2, E> split(E&&, Dynamic...);
+template <Dim D, Dim D1, Dim D2, Failed E, DynamicDim... Dynamic>
+failed split(E&&, Dynamic...);
 
+// merge<D1, D2, D>(x): x's adjacent dims D1, D2 (in that order) as one dim D. A dynamic D takes
+// the product of their extents.
 template <Dim D1, Dim D2, Dim D, Expression E>
+    requires std::is_void_v<detail::merge_misfit_t<D1, D2, D, E>>
 auto merge(E&& x) {
     using List = dims_of<E>;
-    if constexpr (count_named<D1, List> != 1) {
-        (void)detail::named_diag<op::merge, D1, List>{};
-        return diag::failed{};
-    } else if constexpr (count_named<D2, List> != 1) {
-        (void)detail::named_diag<op::merge, D2, List>{};
-        return diag::failed{};
-    } else if constexpr (index_named<D2, List> != index_named<D1, List> + 1) {
-        (void)diag::reshape_not_adjacent<diag::show<D1>, diag::show<D2>, diag::show_dims<List>>{};
-        return diag::failed{};
+    constexpr std::size_t axis = index_named<D1, List>;
+    using Outer = dim_at<axis, List>;
+    using Inner = dim_at<axis + 1, List>;
+    using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D>, slice_dims<axis + 2, List::rank, List>>;
+    const auto old_extents = x.extents();
+    const std::size_t outer = old_extents[axis], inner = old_extents[axis + 1];
+    const auto merged_extent = checked_product(outer, inner);
+    if constexpr (D::is_static) detail::check_reshape_extents<D, Outer, Inner>("merge", D::extent, outer, inner);
+    else if (!merged_extent)
+        detail::checked_element_count("merge", List{}, old_extents, 1);  // throws: x's extents do not fit
+
+    extents_of<NewDims> new_extents{};
+    for (std::size_t i = 0; i < List::rank; ++i)
+        if (i != axis + 1) new_extents[i <= axis ? i : i - 1] = old_extents[i];
+    new_extents[axis] = *merged_extent;
+
+    if constexpr (detail::reshape_as_view<E>) {
+        const auto old_strides = x.strides();
+        // The two dims lie as one when stepping the outer one skips exactly one run of the
+        // inner one; a dim of extent 1 is never stepped.
+        std::ptrdiff_t merged = old_strides[axis + 1];
+        if (inner == 1) merged = old_strides[axis];
+        else if (outer != 1 && old_strides[axis] != old_strides[axis + 1] * static_cast<std::ptrdiff_t>(inner))
+            throw shape_error("shaped::merge: dims " + detail::describe_dim(Outer::name.view(), outer) + " and " +
+                              detail::describe_dim(Inner::name.view(), inner) +
+                              " of the view do not lie in memory as one dim; merge an evaluated copy, "
+                              "merge<...>(eval(x))");
+        std::array<std::ptrdiff_t, NewDims::rank> strides{};
+        for (std::size_t i = 0; i < List::rank; ++i)
+            if (i != axis + 1) strides[i <= axis ? i : i - 1] = old_strides[i];
+        strides[axis] = merged;
+        return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
+                                                                                     strides);
     } else {
-        constexpr std::size_t axis = index_named<D1, List>;
-        using Outer = dim_at<axis, List>;
-        using Inner = dim_at<axis + 1, List>;
-        if constexpr (!detail::product_fits<D, Outer, Inner>) {
-            (void)diag::reshape_product<op::merge, diag::show<D>, diag::show<Outer>, diag::show<Inner>>{};
-            return diag::failed{};
-        } else {
-            using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D>, slice_dims<axis + 2, List::rank, List>>;
-            const auto old_extents = x.extents();
-            const std::size_t outer = old_extents[axis], inner = old_extents[axis + 1];
-            const auto merged_extent = checked_product(outer, inner);
-            if constexpr (D::is_static) detail::check_reshape_extents<D, Outer, Inner>("merge", D::extent, outer, inner);
-            else if (!merged_extent)
-                detail::checked_element_count("merge", List{}, old_extents, 1);  // throws: x's extents do not fit
-
-            extents_of<NewDims> new_extents{};
-            for (std::size_t i = 0; i < List::rank; ++i)
-                if (i != axis + 1) new_extents[i <= axis ? i : i - 1] = old_extents[i];
-            new_extents[axis] = *merged_extent;
-
-            if constexpr (detail::reshape_as_view<E>) {
-                const auto old_strides = x.strides();
-                // The two dims lie as one when stepping the outer one skips exactly one run of the
-                // inner one; a dim of extent 1 is never stepped.
-                std::ptrdiff_t merged = old_strides[axis + 1];
-                if (inner == 1) merged = old_strides[axis];
-                else if (outer != 1 && old_strides[axis] != old_strides[axis + 1] * static_cast<std::ptrdiff_t>(inner))
-                    throw shape_error("shaped::merge: dims " + detail::describe_dim(Outer::name.view(), outer) + " and " +
-                                      detail::describe_dim(Inner::name.view(), inner) +
-                                      " of the view do not lie in memory as one dim; merge an evaluated copy, "
-                                      "merge<...>(eval(x))");
-                std::array<std::ptrdiff_t, NewDims::rank> strides{};
-                for (std::size_t i = 0; i < List::rank; ++i)
-                    if (i != axis + 1) strides[i <= axis ? i : i - 1] = old_strides[i];
-                strides[axis] = merged;
-                return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
-                                                                                             strides);
-            } else {
-                return detail::reshape_evaluated<NewDims>(x, new_extents);
-            }
-        }
+        return detail::reshape_evaluated<NewDims>(x, new_extents);
     }
 }
+template <Dim D1, Dim D2, Dim D, Expression E>
+    requires(!std::is_void_v<detail::merge_misfit_t<D1, D2, D, E>>)
+detail::merge_misfit_t<D1, D2, D, E> merge(E&&);
+template <Dim D1, Dim D2, Dim D, Failed E>
+failed merge(E&&);
 
 }  // namespace shaped

@@ -74,7 +74,7 @@ public:
     {
         // Static extents that cannot fit are checked in each constructor (not in allocate), so
         // that the error is one frame from the caller.
-        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
+        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<dims_type>{};
         else allocate(extents_type{Ds::extent...});
     }
 
@@ -87,7 +87,7 @@ public:
 
     // Zero-filled with the given extents, checked against the static ones.
     explicit Tensor(const shape_type& shape) {
-        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
+        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<dims_type>{};
         detail::check_extents_fit("Tensor", dims_type{}, shape.extents());
         allocate(shape.extents());
     }
@@ -98,14 +98,15 @@ public:
     Tensor& operator=(Tensor&&) noexcept = default;
 
     // From any expression whose dims meet these: evaluates it. The dims are checked here, not in a
-    // helper, so that a mismatch is one error one frame from the caller.
+    // helper, so that a mismatch is one error one frame from the caller (a constructor has no
+    // return type to carry the check, as the assignment's does).
     template <Expression E>
         requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
     Tensor(E&& source) {
         if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
             (void)detail::assign_diag<dims_type, dims_of<E>>{};
         } else if constexpr (!detail::static_dims_fit<T, Ds...>) {
-            (void)diag::extents_overflow<diag::show_dims<dims_type>>{};
+            (void)diag::extents_overflow<dims_type>{};
         } else {
             const auto extents = source.extents();
             detail::check_extents_fit("assign", dims_type{}, extents);
@@ -115,25 +116,25 @@ public:
         }
     }
 
+    // Dims that do not meet pick the overload only declared, whose return type is the failed check.
     template <Expression E>
-        requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
+        requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor> && detail::assignable<dims_type, dims_of<E>>)
     Tensor& operator=(E&& source) {
-        if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
-            (void)detail::assign_diag<dims_type, dims_of<E>>{};
+        const auto extents = source.extents();
+        detail::check_extents_fit("assign", dims_type{}, extents);
+        if (extents == this->extents()) {
+            assign_expression(*this, source);
         } else {
-            const auto extents = source.extents();
-            detail::check_extents_fit("assign", dims_type{}, extents);
-            if (extents == this->extents()) {
-                assign_expression(*this, source);
-            } else {
-                // The new storage is filled before the old is released: the source may read it.
-                Tensor resized{shape_type(extents)};
-                assign_expression(resized, source);
-                *this = std::move(resized);
-            }
+            // The new storage is filled before the old is released: the source may read it.
+            Tensor resized{shape_type(extents)};
+            assign_expression(resized, source);
+            *this = std::move(resized);
         }
         return *this;
     }
+    template <Expression E>
+        requires(!detail::assignable<dims_type, dims_of<E>>)
+    detail::assign_diag<dims_type, dims_of<E>> operator=(E&&);
 
     // From an xtensor container or expression; its shape is checked at run time.
     template <class X>
@@ -168,18 +169,21 @@ public:
     // Row-major strides in elements.
     std::array<std::ptrdiff_t, rank> strides() const { return row_major_strides(extents()); }
 
-    // Element access, bounds-checked: t(b, t, c). The count of indices is checked here, one frame
-    // from the caller.
+    // Element access, bounds-checked: t(b, t, c). Another count of indices picks the overload only
+    // declared, whose return type is the failed check.
     template <std::integral... I>
+        requires(sizeof...(I) == rank)
     T& operator()(I... index) {
-        if constexpr (sizeof...(I) != rank) (void)diag::index_count<diag::show_dims<dims_type>>{};
         return data()[offset_of(index...)];
     }
     template <std::integral... I>
+        requires(sizeof...(I) == rank)
     const T& operator()(I... index) const {
-        if constexpr (sizeof...(I) != rank) (void)diag::index_count<diag::show_dims<dims_type>>{};
         return data()[offset_of(index...)];
     }
+    template <std::integral... I>
+        requires(sizeof...(I) != rank)
+    diag::index_count<dims_type> operator()(I...) const;
 
     // The value of a tensor with one element, as torch's item().
     T item() const {
@@ -245,5 +249,7 @@ template <Expression E>
 auto eval(E&& e) {
     return tensor_for<value_type_of<E>, dims_of<E>>(std::forward<E>(e));
 }
+template <Failed E>
+failed eval(E&&);
 
 }  // namespace shaped

@@ -44,7 +44,7 @@ inline constexpr bool assignable = [] {
 }();
 
 template <class Target, class Source>
-using assign_diag = diag::assign_dims<diag::show_dims<Target>, diag::show_dims<Source>>;
+using assign_diag = diag::assign_dims<Target, Source>;
 
 // Makes the Views view_of returns (tensor/view_of.hpp).
 struct stored_layout;
@@ -77,20 +77,20 @@ public:
     }
 
     // Writes an expression's values through the view (only into a writable view).
+    // Dims that do not meet pick the overload only declared, whose return type is the failed check.
     template <Expression E>
-        requires(!std::is_const_v<T>)
+        requires(!std::is_const_v<T> && detail::assignable<dims_type, dims_of<E>>)
     const View& operator=(const E& source) const {
-        if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
-            (void)detail::assign_diag<dims_type, dims_of<E>>{};
-        } else {
-            detail::check_extents_equal("View", dims_type{}, extents_, source.extents());
-            // Evaluating is the kernels layer's work: this unqualified call finds, by argument-
-            // dependent lookup where it is instantiated, the shaped::assign_expression(target,
-            // source) that kernels/evaluate.hpp defines. This layer declares nothing of kernels.
-            assign_expression(*this, source);
-        }
+        detail::check_extents_equal("View", dims_type{}, extents_, source.extents());
+        // Evaluating is the kernels layer's work: this unqualified call finds, by argument-
+        // dependent lookup where it is instantiated, the shaped::assign_expression(target,
+        // source) that kernels/evaluate.hpp defines. This layer declares nothing of kernels.
+        assign_expression(*this, source);
         return *this;
     }
+    template <Expression E>
+        requires(!std::is_const_v<T> && !detail::assignable<dims_type, dims_of<E>>)
+    detail::assign_diag<dims_type, dims_of<E>> operator=(const E&) const;
 
     // One view assigned to another of the same type writes elements too (PyTorch's x[0] = x[1]);
     // the implicit assignment would rebind this view and copy nothing.
@@ -173,68 +173,71 @@ using view_element_t = std::remove_pointer_t<decltype(std::declval<S&>().data())
 // slice<D>(t, begin, end): elements begin..end-1 along dim D (by name, or by position), as a
 // View whose D is dynamic. Out-of-range bounds throw, naming the dim.
 template <Dim D, Strided S>
+    requires detail::names_one<D, dims_of<S>>
 auto slice(S& s, std::size_t begin, std::size_t end) {
     using List = dims_of<S>;
-    if constexpr (!detail::names_one<D, List>) {
-        (void)detail::named_diag<op::slice, D, List>{};
-        return diag::failed{};
-    } else {
-        constexpr std::size_t axis = index_named<D, List>;
-        auto extents = s.extents();
-        auto strides = s.strides();
-        if (begin > end || end > extents[axis])
-            throw shape_error("shaped::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
-                              ") does not fit dim " + detail::describe_dim(D::name.view(), extents[axis]));
-        extents[axis] = end - begin;
-        using result = view_for<detail::view_element_t<S>, replace_at<axis, dynamic_of<dim_at<axis, List>>, List>>;
-        return result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides);
-    }
+    constexpr std::size_t axis = index_named<D, List>;
+    auto extents = s.extents();
+    auto strides = s.strides();
+    if (begin > end || end > extents[axis])
+        throw shape_error("shaped::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                          ") does not fit dim " + detail::describe_dim(D::name.view(), extents[axis]));
+    extents[axis] = end - begin;
+    using result = view_for<detail::view_element_t<S>, replace_at<axis, dynamic_of<dim_at<axis, List>>, List>>;
+    return result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides);
 }
+template <Dim D, Strided S>
+    requires(!detail::names_one<D, dims_of<S>>)
+detail::named_diag<op::slice, D, dims_of<S>> slice(S&, std::size_t, std::size_t);
+template <Dim D, Failed S>
+failed slice(S&&, std::size_t, std::size_t);
 
 // slice<D, Begin, End>(t): the same with bounds known to the compiler; D's extent in the View is
 // static, End - Begin.
 template <Dim D, std::size_t Begin, std::size_t End, Strided S>
+    requires detail::names_one<D, dims_of<S>>
 auto slice(S& s) {
     using List = dims_of<S>;
-    if constexpr (!detail::names_one<D, List>) {
-        (void)detail::named_diag<op::slice, D, List>{};
-        return diag::failed{};
-    } else {
-        constexpr std::size_t axis = index_named<D, List>;
-        using Old = dim_at<axis, List>;
-        static_assert(Begin <= End, "shaped::slice: the range's end comes before its begin");
-        if constexpr (Old::is_static) static_assert(End <= Old::extent, "shaped::slice: the range does not fit the dim");
-        auto window = slice<D>(s, Begin, End);
-        using result = view_for<detail::view_element_t<S>, replace_at<axis, dim<Old::name, End - Begin>, List>>;
-        return result(window.data(), window.extents(), window.strides());
-    }
+    constexpr std::size_t axis = index_named<D, List>;
+    using Old = dim_at<axis, List>;
+    static_assert(Begin <= End, "shaped::slice: the range's end comes before its begin");
+    if constexpr (Old::is_static) static_assert(End <= Old::extent, "shaped::slice: the range does not fit the dim");
+    auto window = slice<D>(s, Begin, End);
+    using result = view_for<detail::view_element_t<S>, replace_at<axis, dim<Old::name, End - Begin>, List>>;
+    return result(window.data(), window.extents(), window.strides());
 }
+template <Dim D, std::size_t Begin, std::size_t End, Strided S>
+    requires(!detail::names_one<D, dims_of<S>>)
+detail::named_diag<op::slice, D, dims_of<S>> slice(S&);
+template <Dim D, std::size_t Begin, std::size_t End, Failed S>
+failed slice(S&&);
 
 // select<D>(t, i): the slice at index i along dim D, without that dim (t[i] for the first).
 template <Dim D, Strided S>
+    requires detail::names_one<D, dims_of<S>>
 auto select(S& s, std::size_t index) {
     using List = dims_of<S>;
-    if constexpr (!detail::names_one<D, List>) {
-        (void)detail::named_diag<op::select, D, List>{};
-        return diag::failed{};
-    } else {
-        constexpr std::size_t axis = index_named<D, List>;
-        const auto extents = s.extents();
-        const auto strides = s.strides();
-        if (index >= extents[axis])
-            throw std::out_of_range("shaped::select: index " + std::to_string(index) + " is out of range for dim " +
-                                    detail::describe_dim(D::name.view(), extents[axis]));
-        constexpr std::size_t r = List::rank;
-        std::array<std::size_t, r - 1> e{};
-        std::array<std::ptrdiff_t, r - 1> st{};
-        for (std::size_t i = 0, j = 0; i < r; ++i)
-            if (i != axis) {
-                e[j] = extents[i];
-                st[j++] = strides[i];
-            }
-        using result = view_for<detail::view_element_t<S>, drop_at<axis, List>>;
-        return result(s.data() + static_cast<std::ptrdiff_t>(index) * strides[axis], e, st);
-    }
+    constexpr std::size_t axis = index_named<D, List>;
+    const auto extents = s.extents();
+    const auto strides = s.strides();
+    if (index >= extents[axis])
+        throw std::out_of_range("shaped::select: index " + std::to_string(index) + " is out of range for dim " +
+                                detail::describe_dim(D::name.view(), extents[axis]));
+    constexpr std::size_t r = List::rank;
+    std::array<std::size_t, r - 1> e{};
+    std::array<std::ptrdiff_t, r - 1> st{};
+    for (std::size_t i = 0, j = 0; i < r; ++i)
+        if (i != axis) {
+            e[j] = extents[i];
+            st[j++] = strides[i];
+        }
+    using result = view_for<detail::view_element_t<S>, drop_at<axis, List>>;
+    return result(s.data() + static_cast<std::ptrdiff_t>(index) * strides[axis], e, st);
 }
+template <Dim D, Strided S>
+    requires(!detail::names_one<D, dims_of<S>>)
+detail::named_diag<op::select, D, dims_of<S>> select(S&, std::size_t);
+template <Dim D, Failed S>
+failed select(S&&, std::size_t);
 
 }  // namespace shaped

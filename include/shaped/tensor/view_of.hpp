@@ -60,5 +60,7 @@ auto view_of(E&& e) {
         }
     }
 }
+template <Failed E>
+failed view_of(E&&);
 
 }  // namespace shaped
