@@ -1,13 +1,15 @@
 # Compile-fail tests. Each case is a source file whose `// expect-error: REGEX` lines name what
 # the compiler must print; the test compiles it with exactly the flags a program linking
-# shaped::shaped gets (taken from compile_commands.json), and passes when the compile fails,
-# every regex matches a line of the output, and the output is at most
+# shaped::shaped gets (taken from compile_commands.json), and passes when the compile fails
+# with exactly one error, every regex matches a line of the output, and the output is at most
 # SHAPED_MAX_DIAGNOSTIC_LINES lines. With CONTROL, the same file compiled with
 # -DSHAPED_COMPILE_FAIL_CONTROL must succeed: a case that fails for the wrong reason (a typo)
-# fails its control.
+# fails its control. A case that also has a SHAPED_COMPILE_FAIL_NESTED form (the failing call
+# inside a larger expression, an eval or an assignment) gets a second test, <name>.nested, which
+# compiles that form and must print the same diagnostic, still one error.
 
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
-set(SHAPED_MAX_DIAGNOSTIC_LINES 15 CACHE STRING "Most lines a shape diagnostic may take")
+set(SHAPED_MAX_DIAGNOSTIC_LINES 13 CACHE STRING "Most lines a shape diagnostic may take")
 set(SHAPED_COMPILE_FAIL_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/ShapedRunCompileFail.cmake)
 
 function(shaped_add_compile_fail test_name source)
@@ -21,4 +23,12 @@ function(shaped_add_compile_fail test_name source)
                    -DMAX_LINES=${SHAPED_MAX_DIAGNOSTIC_LINES} -DCONTROL=${arg_CONTROL}
                    -P ${SHAPED_COMPILE_FAIL_SCRIPT})
   set_tests_properties(${test_name} PROPERTIES LABELS compile_fail)
+  file(STRINGS ${source} nested REGEX "SHAPED_COMPILE_FAIL_NESTED")
+  if(nested)
+    add_test(NAME ${test_name}.nested
+             COMMAND ${CMAKE_COMMAND} -DSOURCE=${source} -DBUILD_DIR=${CMAKE_BINARY_DIR}
+                     -DMAX_LINES=${SHAPED_MAX_DIAGNOSTIC_LINES} -DDEFINE=SHAPED_COMPILE_FAIL_NESTED
+                     -P ${SHAPED_COMPILE_FAIL_SCRIPT})
+    set_tests_properties(${test_name}.nested PROPERTIES LABELS compile_fail)
+  endif()
 endfunction()

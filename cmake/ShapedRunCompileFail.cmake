@@ -1,5 +1,5 @@
 # Runs one compile-fail case; see ShapedCompileFail.cmake. Arguments: SOURCE, BUILD_DIR,
-# MAX_LINES, CONTROL.
+# MAX_LINES, CONTROL, and DEFINE (a macro to compile the case with, for its nested form).
 
 file(READ ${BUILD_DIR}/compile_commands.json commands)
 string(JSON count LENGTH "${commands}")
@@ -25,6 +25,9 @@ list(FIND argv "-o" out)
 math(EXPR out_file "${out} + 1")
 list(REMOVE_AT argv ${out_file})
 list(INSERT argv ${out_file} /dev/null)
+if(DEFINE)
+  list(INSERT argv 1 -D${DEFINE})
+endif()
 
 execute_process(COMMAND ${argv} WORKING_DIRECTORY ${directory}
                 RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -40,6 +43,13 @@ math(EXPR lines "${lines} + 1")
 message(STATUS "diagnostic (${lines} lines):\n${output}")
 if(lines GREATER MAX_LINES)
   message(FATAL_ERROR "the diagnostic takes ${lines} lines, more than ${MAX_LINES}")
+endif()
+
+# One error: a failed check must not cascade into the expression around it.
+string(REGEX MATCHALL "(^|\n)[^\n]*error: " errors "${trimmed}")
+list(LENGTH errors error_count)
+if(NOT error_count EQUAL 1)
+  message(FATAL_ERROR "the diagnostic has ${error_count} errors, not one")
 endif()
 
 file(STRINGS ${SOURCE} expectations REGEX "// expect-error: ")

@@ -9,8 +9,10 @@ using T = shaped::dim<"T", 4>;
 int main() {
     shaped::Generator gen(0);
     auto wei = shaped::randn<float, B, T, T>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto p = shaped::softmax<-1>(wei);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto p = shaped::exp(shaped::softmax<T>(wei));
 #else
     auto p = shaped::softmax<T>(wei);
 #endif

@@ -11,8 +11,10 @@ int main() {
     shaped::Generator gen(0);
     auto q = shaped::randn<float, B, T, H>(gen);
     auto k = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     shaped::Tensor<float, B, T, T> w = shaped::matmul(q, k.mT());
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::Tensor<float, B, T, H> w = shaped::softmax<-1>(shaped::matmul(q, k.mT()) * 0.25f);
 #else
     shaped::Tensor<float, B, T, H> w = shaped::matmul(q, k.mT());
 #endif

@@ -9,8 +9,10 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::randn<float, shaped::dim<"H", 1>>(gen);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::exp(x * shaped::randn<float, shaped::dim<"H", 8>>(gen));
 #else
     auto y = shaped::randn<float, shaped::dim<"H", 8>>(gen);
 #endif

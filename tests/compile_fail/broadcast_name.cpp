@@ -10,8 +10,10 @@ using C = shaped::dim<"C", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::randn<float, T, H>(gen);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::softmax<-1>(x + shaped::randn<float, T, C>(gen));
 #else
     auto y = shaped::randn<float, T, C>(gen);
 #endif

@@ -12,8 +12,12 @@ using HS = shaped::dim<"HS", 4>;
 int main() {
     shaped::Generator gen(0);
     shaped::nn::KVCache<float, B, NH, S, HS> cache;
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto k = shaped::randn<float, B, NH, T, HS>(gen);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto k = shaped::randn<float, B, NH, T, HS>(gen);
+    auto v = shaped::randn<float, B, NH, T, shaped::dim<"HS", 8>>(gen);
+    cache.append(v * 0.5f, shaped::exp(v));  // append is void: its operands are the expressions
 #else
     auto k = shaped::randn<float, B, NH, T, shaped::dim<"HS", 8>>(gen);
 #endif

@@ -1,6 +1,6 @@
 // Rule: the cache's batch is the input's; tokens of a batch of 2 cannot decode against a cache of 3.
 // expect-error: shaped::nn::attention: the cache's batch dim does not meet the input's
-// expect-error: attention_cache_batch<shaped::op::attention_head, .*name<'B'>, 2>, .*name<'B'>, 3>
+// expect-error: attention_cache_batch<shaped::nn::Head<.*>, .*name<'B'>, 2>, .*name<'B'>, 3>
 #include <shaped/shaped.hpp>
 
 using B = shaped::dim<"B", 2>;
@@ -12,8 +12,13 @@ using S = shaped::dim<"S", 32>;
 int main() {
     shaped::Generator gen(0);
     shaped::nn::Head<C, H> head(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     shaped::nn::KVCache<float, B, S, H> cache;
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::nn::KVCache<float, B, S, H> cache;
+    shaped::nn::KVCache<float, shaped::dim<"B", 3>, S, H> other;
+    auto p = shaped::softmax<-1>(head(shaped::randn<float, B, T, C>(gen), other));
+    (void)p;
 #else
     shaped::nn::KVCache<float, shaped::dim<"B", 3>, S, H> cache;
 #endif

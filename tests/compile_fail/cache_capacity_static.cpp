@@ -7,8 +7,14 @@ using B = shaped::dim<"B", 2>;
 using H = shaped::dim<"H", 16>;
 
 int main() {
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     shaped::nn::KVCache<float, B, shaped::dim<"S", 1024>, H> cache;
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::Generator gen(0);
+    shaped::nn::Head<shaped::dim<"C", 6>, H> head(gen);
+    shaped::nn::KVCache<float, B, shaped::dim<"S">, H> cache;
+    auto p = shaped::softmax<-1>(head(shaped::randn<float, B, shaped::dim<"T", 1>, shaped::dim<"C", 6>>(gen), cache));
+    (void)p;
 #else
     shaped::nn::KVCache<float, B, shaped::dim<"S">, H> cache;
 #endif

@@ -10,8 +10,10 @@ using X = shaped::dim<"X", 4>;
 
 int main() {
     auto a = shaped::zeros<float, B, T, C>();
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto b = shaped::zeros<float, B, T, C>();
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto b = shaped::concat<T>(a, shaped::zeros<float, B, T, X>()) * 0.25f;
 #else
     auto b = shaped::zeros<float, B, T, X>();
 #endif

@@ -10,8 +10,10 @@ using S = shaped::dim<"S">;
 
 int main() {
     shaped::Generator gen(0);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto x = shaped::randn<float, B, T>(gen, T{5});
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::Tensor<float, B, T> x = shaped::randn<float, B, T>(gen, S{5}) * 0.5f;
 #else
     auto x = shaped::randn<float, B, T>(gen, S{5});
 #endif

@@ -9,8 +9,10 @@ using H = shaped::dim<"H", 16>;
 
 int main() {
     auto x = shaped::zeros<float, B, T, H>();
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     float v = x(0, 1, 2);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    float v = x(0, 1) * 2.0f + 1.0f;
 #else
     float v = x(0, 1);
 #endif

@@ -12,8 +12,13 @@ using S = shaped::dim<"S", 4>;
 int main() {
     shaped::Generator gen(0);
     auto wei = shaped::randn<float, B, T, T>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto tril = shaped::tril(shaped::ones<float, T, T>());
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto tril = shaped::tril(shaped::ones<float, T, T>());
+    auto p = shaped::softmax<-1>(
+        shaped::masked_fill(wei, shaped::tril(shaped::ones<float, T, S>()) == 0.0f, -std::numeric_limits<float>::infinity()));
+    (void)p;
 #else
     auto tril = shaped::tril(shaped::ones<float, T, S>());
 #endif

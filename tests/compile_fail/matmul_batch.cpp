@@ -10,8 +10,12 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto q = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto k = shaped::randn<float, B, H, T>(gen);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto k = shaped::randn<float, B, H, T>(gen);
+    shaped::Tensor<float, B, T, T> w = shaped::matmul(q, shaped::randn<float, shaped::dim<"B", 3>, H, T>(gen)) * 0.25f;
+    (void)w;
 #else
     auto k = shaped::randn<float, shaped::dim<"B", 3>, H, T>(gen);
 #endif

@@ -11,8 +11,10 @@ int main() {
     shaped::Generator gen(0);
     auto q = shaped::randn<float, B, T, H>(gen);
     auto k = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto wei = shaped::matmul(q, k.mT());
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto wei = shaped::matmul(q, k) * 0.25f;  // H(16) meets T(4)
 #else
     auto wei = shaped::matmul(q, k);  // H(16) meets T(4)
 #endif

@@ -9,8 +9,12 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto w = shaped::randn<float, H, T>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto x = shaped::randn<float, T, H>(gen);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto x = shaped::randn<float, T, H>(gen);
+    auto h = shaped::exp(shaped::matmul(shaped::randn<float, H>(gen), w));
+    (void)h;
 #else
     auto x = shaped::randn<float, H>(gen);
 #endif

@@ -8,8 +8,13 @@ using HS = shaped::dim<"HS", 4>;
 
 int main() {
     shaped::Generator gen(0);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     shaped::nn::MultiHeadAttention<C, shaped::dim<"NH", 3>, HS> mha(gen);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::nn::MultiHeadAttention<C, shaped::dim<"NH", 5>, HS> mha(gen);
+    auto x = shaped::randn<float, shaped::dim<"B", 2>, shaped::dim<"T", 4>, C>(gen);
+    auto y = mha(x) + x;
+    (void)y;
 #else
     shaped::nn::MultiHeadAttention<C, shaped::dim<"NH", 5>, HS> mha(gen);
 #endif

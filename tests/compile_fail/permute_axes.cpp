@@ -9,8 +9,10 @@ using C = shaped::dim<"C", 4>;
 
 int main() {
     auto x = shaped::zeros<float, B, T, C>();
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::permute<C, B, T>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::eval(shaped::permute<C, B>(x));
 #else
     auto y = shaped::permute<C, B>(x);
 #endif

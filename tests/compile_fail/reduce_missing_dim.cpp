@@ -11,8 +11,10 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto s = shaped::sum<H>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto s = x * shaped::sum<C>(x);
 #else
     auto s = shaped::sum<C>(x);
 #endif

@@ -11,8 +11,10 @@ using S = shaped::dim<"S", 4>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::rename<T, S>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::Tensor<float, B, S, H> y = shaped::rename<T, B>(x);
 #else
     auto y = shaped::rename<T, B>(x);
 #endif

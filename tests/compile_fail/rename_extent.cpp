@@ -10,8 +10,10 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::rename<T, shaped::dim<"S", 4>>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::softmax<-1>(shaped::rename<T, shaped::dim<"S", 5>>(x));
 #else
     auto y = shaped::rename<T, shaped::dim<"S", 5>>(x);
 #endif

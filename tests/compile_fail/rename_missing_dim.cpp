@@ -12,8 +12,10 @@ using S = shaped::dim<"S", 4>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::rename<T, S>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::eval(shaped::rename<C, S>(x) * 0.5f);
 #else
     auto y = shaped::rename<C, S>(x);
 #endif

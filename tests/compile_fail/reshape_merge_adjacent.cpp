@@ -11,8 +11,10 @@ using C = shaped::dim<"C", 12>;
 
 int main() {
     auto y = shaped::zeros<float, B, NH, T, HS>();
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto merged = shaped::merge<NH, HS, C>(shaped::transpose<1, 2>(y));
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::Tensor<float, B, T, C> merged = shaped::merge<NH, HS, C>(y);
 #else
     auto merged = shaped::merge<NH, HS, C>(y);
 #endif

@@ -8,8 +8,10 @@ using C = shaped::dim<"C", 4>;
 
 int main() {
     auto x = shaped::zeros<float, C>();
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto parts = shaped::split<C, shaped::dim<"A", 2>, shaped::dim<"B", 2>>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto parts = shaped::exp(shaped::split<C, shaped::dim<"A", 9223372036854775810ull>, shaped::dim<"B", 2>>(x));
 #else
     auto parts = shaped::split<C, shaped::dim<"A", 9223372036854775810ull>, shaped::dim<"B", 2>>(x);
 #endif

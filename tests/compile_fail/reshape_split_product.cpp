@@ -9,8 +9,10 @@ using HS = shaped::dim<"HS", 4>;
 
 int main() {
     auto x = shaped::zeros<float, B, C>();
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto heads = shaped::split<C, shaped::dim<"NH", 3>, HS>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto heads = shaped::softmax<-1>(shaped::split<C, shaped::dim<"NH", 4>, HS>(x));
 #else
     auto heads = shaped::split<C, shaped::dim<"NH", 4>, HS>(x);
 #endif

@@ -11,8 +11,10 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto first = shaped::slice<T>(x, 0, 2);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto first = shaped::eval(shaped::slice<C>(x, 0, 2));
 #else
     auto first = shaped::slice<C>(x, 0, 2);
 #endif

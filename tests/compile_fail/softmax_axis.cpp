@@ -9,8 +9,10 @@ using T = shaped::dim<"T", 4>;
 int main() {
     shaped::Generator gen(0);
     auto wei = shaped::randn<float, B, T, T>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto p = shaped::softmax<2>(wei);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    shaped::Tensor<float, B, T, T> p = shaped::softmax<3>(wei);
 #else
     auto p = shaped::softmax<3>(wei);
 #endif

@@ -10,8 +10,10 @@ using S = shaped::dim<"S", 4>;
 int main() {
     shaped::Generator gen(0);
     auto wei = shaped::randn<float, B, T, T>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto p = shaped::softmax<-1>(wei);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto p = shaped::softmax<S>(wei) * wei;
 #else
     auto p = shaped::softmax<S>(wei);
 #endif

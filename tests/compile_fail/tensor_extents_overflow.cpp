@@ -4,8 +4,15 @@
 // expect-error: extents_overflow<.*name<'A'>, 4611686018427387904>, .*name<'B'>, 8>
 #include <shaped/shaped.hpp>
 
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
 using A = shaped::dim<"A", 4>;
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+using A = shaped::dim<"A", 4>;
+// The oversized tensor where a user meets it inside larger code: a temporary passed on to an
+// expression that is evaluated.
+auto oversized() {
+    return shaped::eval(shaped::exp(shaped::Tensor<float, shaped::dim<"A", 4611686018427387904ull>, shaped::dim<"B", 8>>()) * 0.5f);
+}
 #else
 using A = shaped::dim<"A", 4611686018427387904ull>;
 #endif

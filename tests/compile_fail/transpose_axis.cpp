@@ -10,8 +10,10 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::transpose<0, 2>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::transpose<0, 5>(x) * 0.25f;
 #else
     auto y = shaped::transpose<0, 5>(x);
 #endif

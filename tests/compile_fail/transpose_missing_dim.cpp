@@ -11,8 +11,10 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, B, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto y = shaped::transpose<T, H>(x);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto y = shaped::softmax<-1>(shaped::transpose<T, C>(x));
 #else
     auto y = shaped::transpose<T, C>(x);
 #endif

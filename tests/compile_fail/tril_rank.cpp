@@ -6,8 +6,10 @@
 using T = shaped::dim<"T", 4>;
 
 int main() {
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto mask = shaped::tril(shaped::ones<float, T, T>());
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto mask = shaped::eval(shaped::tril(shaped::ones<float, T>()) == 0.0f);
 #else
     auto mask = shaped::tril(shaped::ones<float, T>());
 #endif

@@ -10,8 +10,10 @@ int main() {
     shaped::Generator gen(0);
     auto x = shaped::zeros<float, T, H>();
     auto w = shaped::randn<float, H, T>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     x.view() = shaped::mT(w);
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    x.view() = shaped::exp(w) * 0.5f;
 #else
     x.view() = w;
 #endif

@@ -10,8 +10,12 @@ using H = shaped::dim<"H", 16>;
 int main() {
     shaped::Generator gen(0);
     auto x = shaped::randn<float, T, H>(gen);
-#ifdef SHAPED_COMPILE_FAIL_CONTROL
+#if defined(SHAPED_COMPILE_FAIL_CONTROL)
     auto keep = shaped::randn<float, T, H>(gen) > 0.0f;
+#elif defined(SHAPED_COMPILE_FAIL_NESTED)
+    auto keep = shaped::randn<float, T, H>(gen) > 0.0f;
+    auto z = shaped::exp(shaped::where(shaped::randn<float, T, S>(gen) > 0.0f, x, 0.0f));
+    (void)z;
 #else
     auto keep = shaped::randn<float, T, S>(gen) > 0.0f;
 #endif
