@@ -59,13 +59,12 @@ concept Scalar = std::is_arithmetic_v<std::remove_cvref_t<S>>;
 
 namespace detail {
 
-// The same rules for a check written into the operation the user calls, which keeps a failure to
-// one error at the caller's line (through a helper, the error gains a frame per call, and clang
-// follows it with a second error where it cannot fold the failed helper):
-//     if constexpr (!detail::names_one<D, List>) {
-//         (void)detail::named_diag<op::x, D, List>{};
-//         return failed{};
-//     }
+// The rules of naming a dim, as an operation's overloads use them: the one that runs requires
+// names_one, and the one only declared for a misfit returns named_diag, the failed check, which
+// the compiler instantiates at the caller's line:
+//     template <Dim D, Expression E> requires detail::names_one<D, dims_of<E>> auto x(E&& e);
+//     template <Dim D, Expression E> requires(!detail::names_one<D, dims_of<E>>)
+//     detail::named_diag<op::x, D, dims_of<E>> x(E&&);
 template <Dim D, class List>
 inline constexpr bool names_one = count_named<D, List> == 1;
 
