@@ -9,7 +9,7 @@
 # compiles that form and must print the same diagnostic, still one error.
 
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
-set(SHAPED_MAX_DIAGNOSTIC_LINES 13 CACHE STRING "Most lines a shape diagnostic may take")
+set(SHAPED_MAX_DIAGNOSTIC_LINES 10 CACHE STRING "Most lines a shape diagnostic may take")
 set(SHAPED_COMPILE_FAIL_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/ShapedRunCompileFail.cmake)
 
 function(shaped_add_compile_fail test_name source)

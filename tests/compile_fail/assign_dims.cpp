@@ -1,6 +1,6 @@
 // Rule: a Tensor takes an expression only of its declared dims; q @ k.mT() is (B, T, T), not (B, T, H).
-// expect-error: shaped::Tensor: the assigned expression's dims differ from the tensor's declared dims
-// expect-error: assign_dims<.*name<'B'>, 2>.*name<'T'>, 4>.*name<'H'>, 16> ?>, .*name<'B'>, 2>.*name<'T'>, 4>.*name<'T'>, 4>
+// expect-error: shaped::Tensor: the dims given do not meet the dims declared
+// expect-error: assignable<.*name<'B'>, 2>.*name<'T'>, 4>.*name<'H'>, 16> ?>, .*name<'B'>, 2>.*name<'T'>, 4>.*name<'T'>, 4>
 #include <shaped/shaped.hpp>
 
 using B = shaped::dim<"B", 2>;

@@ -1,6 +1,6 @@
 // Rule: MultiHeadAttention's heads share the channels: NH(5) x HS(4) is not C(12).
 // expect-error: shaped::nn::MultiHeadAttention: heads x head size must equal the channel dim
-// expect-error: attention_heads_product<.*name<'C'>, 12>, .*name<'N', 'H'>, 5>, .*name<'H', 'S'>, 4>
+// expect-error: heads_fill_channels<.*name<'C'>, 12>, .*name<'N', 'H'>, 5>, .*name<'H', 'S'>, 4>
 #include <shaped/shaped.hpp>
 
 using C = shaped::dim<"C", 12>;

@@ -1,7 +1,7 @@
 // Rule: a Tensor's static extents must fit in memory: A(2^62) x B(8) floats span 2^67 bytes,
 // whose count would wrap in a size_t.
-// expect-error: shaped::Tensor: the static extents' element count does not fit in memory
-// expect-error: extents_overflow<.*name<'A'>, 4611686018427387904>, .*name<'B'>, 8>
+// expect-error: shaped::Tensor: the extents' element count does not fit in memory
+// expect-error: static_dims_fit<float, .*name<'A'>, 4611686018427387904>, .*name<'B'>, 8>
 #include <shaped/shaped.hpp>
 
 #if defined(SHAPED_COMPILE_FAIL_CONTROL)

@@ -1,5 +1,5 @@
 // Rule: writing through a View takes an expression only of the view's dims; (T, H) is not (H, T).
-// expect-error: shaped::Tensor: the assigned expression's dims differ from the tensor's declared dims
+// expect-error: shaped::assign: the dims given do not meet the dims declared
 // expect-error: assign_dims<.*name<'T'>, 4>, .*name<'H'>, 16> ?>, .*name<'H'>, 16>, .*name<'T'>, 4> ?> ?>
 #include <shaped/shaped.hpp>
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -294,14 +295,24 @@ TEST_CASE("causal_attention checks its operands' dims", "[attention]") {
     const auto k = shaped::randn<float, Sd, Hd>(gen, Sd{4}, Hd{8});
     const auto k_wide = shaped::randn<float, Sd, Hd>(gen, Sd{6}, Hd{9});
     const auto v = shaped::randn<float, Sd, Dd>(gen, Sd{6}, Dd{3});
-    REQUIRE_THROWS_WITH(shaped::causal_attention(q, k_wide, v, 1.0f),
-                        "shaped::causal_attention: q dim H(8) does not meet k dim H(9)");
-    REQUIRE_THROWS_WITH(shaped::causal_attention(q, k, v, 1.0f),
-                        "shaped::causal_attention: k dim S(4) does not meet v dim S(6)");
+    // The run-time check says its static check's words, then the dims it found.
+    const std::string rule = "shaped::causal_attention: " SHAPED_RULE_ATTENTION_DIMS ": ";
+    REQUIRE_THROWS_WITH(shaped::causal_attention(q, k_wide, v, 1.0f), rule + "q H(8), k H(9)");
+    REQUIRE_THROWS_WITH(shaped::causal_attention(q, k, v, 1.0f), rule + "k S(4), v S(6)");
     const auto k6 = shaped::randn<float, Sd, Hd>(gen, Sd{4}, Hd{8});
     const auto v4 = shaped::randn<float, Sd, Dd>(gen, Sd{4}, Dd{3});
     REQUIRE_THROWS_WITH(shaped::causal_attention(q, k6, v4, 1.0f),
                         "shaped::causal_attention: T(5) queries are more than the S(4) keys they follow");
+    // Batch dims that do not meet are named by their own names, with the operand each is from.
+    using Bd = shaped::dim<"B">;
+    using NHd = shaped::dim<"NH">;
+    const auto qb = shaped::randn<float, Bd, NHd, Td, Hd>(gen, Bd{2}, NHd{3}, Td{4}, Hd{8});
+    const auto kb = shaped::randn<float, Bd, NHd, Sd, Hd>(gen, Bd{2}, NHd{5}, Sd{4}, Hd{8});
+    const auto vb = shaped::randn<float, Sd, Dd>(gen, Sd{4}, Dd{3});
+    REQUIRE_THROWS_WITH(shaped::causal_attention(qb, kb, vb, 1.0f), rule + "q's NH(3), k's NH(5)");
+    const auto kr = shaped::randn<float, NHd, Sd, Hd>(gen, NHd{1}, Sd{4}, Hd{8});
+    const auto vr = shaped::randn<float, Bd, NHd, Sd, Dd>(gen, Bd{3}, NHd{3}, Sd{4}, Dd{3});
+    REQUIRE_THROWS_WITH(shaped::causal_attention(qb, kr, vr, 1.0f), rule + "q's B(2), v's B(3)");
 }
 
 TEMPLATE_TEST_CASE("fused attention reads strided heads in place", "[attention]", float, double) {

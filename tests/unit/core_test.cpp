@@ -144,22 +144,23 @@ TEST_CASE("make_extents fills the dynamic slots in order", "[core]") {
     CHECK(e == std::array<std::size_t, 4>{2, 5, 6, 9});
 }
 
-TEST_CASE("shape_error names the operation and both dims with extents", "[core]") {
+TEST_CASE("shape_error names the operation, the rule in its static words, and both dims with extents", "[core]") {
     try {
-        shaped::detail::throw_dims_do_not_meet("matmul", "lhs", "H", 16, "rhs", "T", 4);
+        shaped::detail::throw_dims_do_not_meet("matmul", SHAPED_RULE_MATMUL_INNER_DIMS, "lhs", "H", 16, "rhs", "T", 4);
         FAIL("no exception");
     } catch (const shaped::shape_error& e) {
-        CHECK(std::string(e.what()) == "shaped::matmul: lhs dim H(16) does not meet rhs dim T(4)");
+        CHECK(std::string(e.what()) ==
+              "shaped::matmul: the last dim of lhs does not meet the second-to-last dim of rhs: lhs H(16), rhs T(4)");
     }
     // A shape_error is an invalid_argument, so generic handlers catch it.
-    CHECK_THROWS_AS(shaped::detail::throw_dims_do_not_meet("x", "a", "A", 1, "b", "B", 2), std::invalid_argument);
+    CHECK_THROWS_AS(shaped::detail::throw_dims_do_not_meet("x", "rule", "a", "A", 1, "b", "B", 2),
+                    std::invalid_argument);
 }
 
 TEST_CASE("check_extents_fit rejects a static extent that differs, naming it", "[core]") {
-    using Catch::Matchers::Contains;
     CHECK_NOTHROW(shaped::detail::check_extents_fit("Tensor", dims<B, Td>{}, {2, 99}));
     CHECK_THROWS_WITH(shaped::detail::check_extents_fit("Tensor", dims<B, Td>{}, {3, 4}),
-                      Contains("B(2)") && Contains("B(3)") && Contains("shaped::Tensor"));
+                      "shaped::Tensor: the dims given do not meet the dims declared: declared B(2), given B(3)");
     // The run-time path a Tensor takes with an explicit Shape.
     CHECK_THROWS_AS((shaped::Tensor<float, B, Td>(shaped::Shape<B, Td>({3, 4}))), shaped::shape_error);
 }

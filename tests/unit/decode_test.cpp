@@ -282,10 +282,12 @@ TEST_CASE("KVCache: extents the types leave open are checked at run time, before
     shaped::nn::KVCache<float, B, S, H> cache;
     const auto three_rows = shaped::randn<float, Bd, T, H>(gen, Bd{3}, T{2});
     REQUIRE_THROWS_WITH(cache.append(three_rows, three_rows),
-                        "shaped::nn::KVCache::append: cache dim B(2) does not meet new keys' dim B(3)");
+                        "shaped::nn::KVCache::append: the new keys' or values' dims do not meet the cache's (batch, "
+                        "heads, head size): cache B(2), new keys' B(3)");
     const auto k = shaped::randn<float, B, T, H>(gen, T{2});
     const auto v = shaped::randn<float, B, T, H>(gen, T{3});
-    REQUIRE_THROWS_AS(cache.append(k, v), shaped::shape_error);
+    REQUIRE_THROWS_WITH(cache.append(k, v), "shaped::nn::KVCache::append: the new keys and values hold different "
+                                            "numbers of positions: keys T(2), values T(3)");
     REQUIRE_THROWS_WITH(cache.append(k, k, std::array<std::size_t, 2>{1, 3}),
                         "shaped::nn::KVCache::append: batch row 1 takes 3 of 2 new positions");
     REQUIRE(cache.empty());

@@ -8,6 +8,7 @@
 // a ptrdiff_t: then its byte count, each of its strides in elements and every offset within it
 // are representable. An empty array (0, 2, 2^63) still has strides, so it must fit too.
 
+#include <shaped/core/diagnostics.hpp>
 #include <shaped/core/dims.hpp>
 #include <shaped/core/shape_error.hpp>
 
@@ -80,9 +81,10 @@ std::size_t checked_element_count(std::string_view operation, dims<Ds...> list,
                                   const std::array<std::size_t, sizeof...(Ds)>& extents, std::size_t element_size) {
     const auto bytes = checked_byte_count(extents, element_size);
     if (!bytes)
-        throw shape_error("shaped::" + std::string(operation) + ": extents " + describe_extents(list, extents) + " of " +
-                          std::to_string(element_size) + "-byte elements span more than the " +
-                          std::to_string(max_array_bytes) + " bytes an array can address");
+        throw_rule(operation, SHAPED_RULE_EXTENTS_OVERFLOW,
+                   describe_extents(list, extents) + " of " + std::to_string(element_size) +
+                       "-byte elements span more than the " + std::to_string(max_array_bytes) +
+                       " bytes an array can address");
     return *bytes / element_size;
 }
 

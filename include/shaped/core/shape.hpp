@@ -74,12 +74,20 @@ constexpr std::size_t extent_or_zero() {
     else return 0;
 }
 
+// Whether arguments are the extents of a list's dynamic dims: values of those dims, in order.
+// Where not, the declared overload of the function called (Op) returns the check, with the
+// wanted dims and the arguments given.
+template <class List, class... Given>
+inline constexpr bool gives_dynamic_extents =
+    std::is_same_v<typename dynamic_dims_impl<List>::type, dims<std::remove_cvref_t<Given>...>>;
+template <class Op, class List, class... Given>
+using dynamic_extents_diag =
+    diag::dynamic_extents<Op, typename dynamic_dims_impl<List>::type, std::remove_cvref_t<Given>...>;
+
 // Full extents from the static ones and the given dynamic dim values.
 template <Dim... Ds, Dim... Dynamic>
+    requires gives_dynamic_extents<dims<Ds...>, Dynamic...>
 constexpr std::array<std::size_t, sizeof...(Ds)> make_extents(dims<Ds...>, const Dynamic&... dynamic) {
-    using wanted = typename dynamic_dims_impl<dims<Ds...>>::type;
-    static_assert(diag::dynamic_extents_agree<wanted, dims<Dynamic...>>,
-                  "shaped: give one extent per dynamic dim, as values of those dims, in order (wanted, given)");
     std::array<std::size_t, sizeof...(Ds)> extents{extent_or_zero<Ds>()...};
     const std::array<std::size_t, sizeof...(Dynamic)> given{dynamic.size()...};
     constexpr std::array<bool, sizeof...(Ds)> is_dynamic{!Ds::is_static...};
@@ -97,7 +105,8 @@ void check_extents_fit(std::string_view operation, dims<Ds...>, const std::array
     constexpr std::array<bool, sizeof...(Ds)> fixed{Ds::is_static...};
     for (std::size_t i = 0; i < got.size(); ++i)
         if (fixed[i] && got[i] != want[i])
-            throw_dims_do_not_meet(operation, "declared", names[i], want[i], "given", names[i], got[i]);
+            throw_dims_do_not_meet(operation, SHAPED_RULE_DECLARED_DIMS, "declared", names[i], want[i], "given",
+                                   names[i], got[i]);
 }
 
 // The extents of what is written into a target must be the target's, dim by dim.
@@ -107,7 +116,8 @@ void check_extents_equal(std::string_view operation, dims<Ds...>, const std::arr
     constexpr std::array<std::string_view, sizeof...(Ds)> names{Ds::name.view()...};
     for (std::size_t i = 0; i < target.size(); ++i)
         if (target[i] != source[i])
-            throw_dims_do_not_meet(operation, "target's", names[i], target[i], "assigned expression's", names[i], source[i]);
+            throw_dims_do_not_meet(operation, SHAPED_RULE_DECLARED_DIMS, "declared", names[i], target[i], "given",
+                                   names[i], source[i]);
 }
 
 }  // namespace detail

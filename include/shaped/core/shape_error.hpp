@@ -1,6 +1,7 @@
 #pragma once
 // The run-time side of shape checking: where an extent is dynamic, a rule that the compiler
-// could not check throws shape_error with the same words its static_assert would have used.
+// could not check throws shape_error with the same words its static_assert says (a rule's
+// SHAPED_RULE_* macro, core/diagnostics.hpp), then the extents it found.
 
 #include <cstddef>
 #include <stdexcept>
@@ -20,14 +21,19 @@ inline std::string describe_dim(std::string_view name, std::size_t extent) {
     return std::string(name) + "(" + std::to_string(extent) + ")";
 }
 
-// "shaped::<operation>: lhs dim H(16) does not meet rhs dim T(4)"
-[[noreturn]] inline void throw_dims_do_not_meet(std::string_view operation, std::string_view lhs_role,
-                                                std::string_view lhs_name, std::size_t lhs_extent,
-                                                std::string_view rhs_role, std::string_view rhs_name,
-                                                std::size_t rhs_extent) {
-    throw shape_error("shaped::" + std::string(operation) + ": " + std::string(lhs_role) + " dim " +
-                      describe_dim(lhs_name, lhs_extent) + " does not meet " + std::string(rhs_role) +
-                      " dim " + describe_dim(rhs_name, rhs_extent));
+// "shaped::<operation>: <rule>: <found>"
+[[noreturn]] inline void throw_rule(std::string_view operation, std::string_view rule, std::string_view found) {
+    throw shape_error("shaped::" + std::string(operation) + ": " + std::string(rule) + ": " + std::string(found));
+}
+
+// "shaped::matmul: <rule>: lhs H(16), rhs T(4)"
+[[noreturn]] inline void throw_dims_do_not_meet(std::string_view operation, std::string_view rule,
+                                                std::string_view lhs_role, std::string_view lhs_name,
+                                                std::size_t lhs_extent, std::string_view rhs_role,
+                                                std::string_view rhs_name, std::size_t rhs_extent) {
+    throw_rule(operation, rule,
+               std::string(lhs_role) + " " + describe_dim(lhs_name, lhs_extent) + ", " + std::string(rhs_role) + " " +
+                   describe_dim(rhs_name, rhs_extent));
 }
 
 }  // namespace detail

@@ -59,10 +59,12 @@ public:
         const auto ve = v_.extents();
         constexpr std::size_t qr = shape::qr, kr = shape::kr, vr = shape::vr;
         if (qe[qr - 1] != ke[kr - 1])
-            detail::throw_dims_do_not_meet("causal_attention", "q", shape::query_width::name.view(), qe[qr - 1], "k",
+            detail::throw_dims_do_not_meet("causal_attention", SHAPED_RULE_ATTENTION_DIMS, "q",
+                                           shape::query_width::name.view(), qe[qr - 1], "k",
                                            shape::key_width::name.view(), ke[kr - 1]);
         if (ke[kr - 2] != ve[vr - 2])
-            detail::throw_dims_do_not_meet("causal_attention", "k", shape::key_pos::name.view(), ke[kr - 2], "v",
+            detail::throw_dims_do_not_meet("causal_attention", SHAPED_RULE_ATTENTION_DIMS, "k",
+                                           shape::key_pos::name.view(), ke[kr - 2], "v",
                                            shape::value_pos::name.view(), ve[vr - 2]);
         if (qe[qr - 2] > ke[kr - 2])
             throw shape_error("shaped::causal_attention: " + detail::describe_dim(shape::query_pos::name.view(), qe[qr - 2]) +
@@ -70,17 +72,23 @@ public:
                               detail::describe_dim(shape::key_pos::name.view(), ke[kr - 2]) + " keys they follow");
         constexpr std::size_t batch = rank - 2;
         extents_.fill(1);
-        const auto spread = [&](const auto& e, std::size_t own, std::string_view role) {
+        // Batch dims align from the right, as matmul's; a mismatch names both operands' dims.
+        std::array<std::string_view, batch> names{}, roles{};
+        const auto spread = [&](const auto& e, const auto& own_names, std::size_t own, std::string_view role) {
             for (std::size_t i = 0; i < own; ++i) {
-                std::size_t& out = extents_[batch - own + i];
-                if (e[i] == out || e[i] == 1) continue;
-                if (out != 1) detail::throw_dims_do_not_meet("causal_attention", "one operand's batch", "batch", out, role, "batch", e[i]);
-                out = e[i];
+                const std::size_t at = batch - own + i;
+                if (e[i] == 1 && !names[at].empty()) continue;  // spreads
+                if (extents_[at] != 1 && e[i] != extents_[at])
+                    detail::throw_dims_do_not_meet("causal_attention", SHAPED_RULE_ATTENTION_DIMS, roles[at],
+                                                   names[at], extents_[at], role, own_names[i], e[i]);
+                if (e[i] != 1) extents_[at] = e[i];
+                names[at] = own_names[i];
+                roles[at] = role;
             }
         };
-        spread(qe, qr - 2, "q's batch");
-        spread(ke, kr - 2, "k's batch");
-        spread(ve, vr - 2, "v's batch");
+        spread(qe, detail::names_of<Q>(), qr - 2, "q's");
+        spread(ke, detail::names_of<K>(), kr - 2, "k's");
+        spread(ve, detail::names_of<V>(), vr - 2, "v's");
         extents_[rank - 2] = qe[qr - 2];
         extents_[rank - 1] = ve[vr - 1];
     }

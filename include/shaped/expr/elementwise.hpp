@@ -86,9 +86,17 @@ struct broadcast_all<L, R, Rest...> {
     using type = typename broadcast_all<broadcast_dims<L, R>, Rest...>::type;
 };
 
+// The rule an elementwise node's run-time check reports: its operation's own, as the static one.
+template <class Op>
+constexpr std::string_view broadcast_rule() {
+    if constexpr (std::is_same_v<Op, op::where>) return SHAPED_RULE_WHERE_DIMS;
+    else if constexpr (std::is_same_v<Op, op::masked_fill>) return SHAPED_RULE_MASKED_FILL_MASK;
+    else return SHAPED_RULE_BROADCAST_DIMS;
+}
+
 // Extents where operands broadcast, checked where an extent is dynamic.
 template <class Result, std::size_t N>
-void broadcast_extents_into(std::string_view operation, std::array<std::size_t, Result::rank>& out,
+void broadcast_extents_into(std::string_view operation, std::string_view rule, std::array<std::size_t, Result::rank>& out,
                             const std::array<std::size_t, N>& in, const std::array<std::string_view, N>& names) {
     const std::size_t pad = Result::rank - N;
     for (std::size_t i = 0; i < N; ++i) {
@@ -98,7 +106,7 @@ void broadcast_extents_into(std::string_view operation, std::array<std::size_t, 
             o = in[i];
             continue;
         }
-        throw_dims_do_not_meet(operation, "one operand's", names[i], o, "another operand's", names[i], in[i]);
+        throw_dims_do_not_meet(operation, rule, "one operand's", names[i], o, "another's", names[i], in[i]);
     }
 }
 
@@ -124,8 +132,8 @@ public:
         extents_.fill(1);
         std::apply(
             [&](const auto&... e) {
-                (detail::broadcast_extents_into<dims_type>(operation, extents_, e.extents(),
-                                                           detail::names_of<decltype(e)>()),
+                (detail::broadcast_extents_into<dims_type>(operation, detail::broadcast_rule<Op>(), extents_,
+                                                           e.extents(), detail::names_of<decltype(e)>()),
                  ...);
             },
             operands_);

@@ -33,8 +33,8 @@ public:
         constexpr std::size_t lr = rank_of<L>, rr = rank_of<R>;
         using inner = matmul_dims<dims_of<L>, dims_of<R>>;
         if (le[lr - 1] != re[rr - 2])
-            detail::throw_dims_do_not_meet("matmul", "lhs", inner::lhs_inner::name.view(), le[lr - 1], "rhs",
-                                           inner::rhs_inner::name.view(), re[rr - 2]);
+            detail::throw_dims_do_not_meet("matmul", SHAPED_RULE_MATMUL_INNER_DIMS, "lhs", inner::lhs_inner::name.view(),
+                                           le[lr - 1], "rhs", inner::rhs_inner::name.view(), re[rr - 2]);
         extents_.fill(1);
         // Batch dims align from the right; one absent from a side, or of extent 1, spreads.
         constexpr std::size_t batch = rank - 2;
@@ -46,7 +46,8 @@ public:
             const std::size_t l = in_lhs ? le[li] : 1;
             const std::size_t r = in_rhs ? re[ri] : 1;
             if (l != r && l != 1 && r != 1)
-                detail::throw_dims_do_not_meet("matmul", "lhs batch", lhs_names[li], l, "rhs batch", rhs_names[ri], r);
+                detail::throw_dims_do_not_meet("matmul", SHAPED_RULE_MATMUL_BATCH_DIMS, "lhs", lhs_names[li], l, "rhs",
+                                               rhs_names[ri], r);
             extents_[i] = l == 1 ? r : l;
         }
         extents_[rank - 2] = le[lr - 2];

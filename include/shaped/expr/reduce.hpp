@@ -119,7 +119,9 @@ void check_last_dim(std::string_view role, const X& x, const P& p) {
     using D = dim_at<rank_of<X> - 1, dims_of<X>>;
     using PD = dim_at<0, dims_of<P>>;
     const std::size_t have = x.extents()[rank_of<X> - 1], want = p.extents()[0];
-    if (have != want) throw_dims_do_not_meet("layer_norm", "input's", D::name.view(), have, role, PD::name.view(), want);
+    if (have != want)
+        throw_dims_do_not_meet("layer_norm", SHAPED_RULE_LAYER_NORM_PARAMETER, "input's", D::name.view(), have, role,
+                               PD::name.view(), want);
 }
 }  // namespace detail
 

@@ -61,8 +61,8 @@ auto concat_along(const First& first, const Rest&... rest) {
     for (const auto& other : {rest.extents()...}) {
         for (std::size_t i = 0; i < extents.size(); ++i)
             if (i != Axis && other[i] != extents[i])
-                throw_dims_do_not_meet("concat", "first operand's", names_of<First>()[i], extents[i],
-                                       "another operand's", names_of<First>()[i], other[i]);
+                throw_dims_do_not_meet("concat", SHAPED_RULE_CONCAT_DIMS, "first operand's", names_of<First>()[i],
+                                       extents[i], "another's", names_of<First>()[i], other[i]);
         const auto joined = checked_sum(extents[Axis], other[Axis]);
         if (!joined)
             throw shape_error("shaped::concat: the operands' extents along " + std::string(names_of<First>()[Axis]) +

@@ -52,7 +52,9 @@ consteval auto attention_misfit();
 template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
 using attention_misfit_t = typename decltype(attention_misfit<Op, C, X, Cache, HS, Heads...>())::type;
 
-struct check_passed {};
+// NH heads of size HS share the C channels: NH x HS must be C.
+template <Dim C, Dim NH, Dim HS>
+inline constexpr bool heads_fill_channels = NH::extent * HS::extent == C::extent;
 }  // namespace detail
 
 template <class C>
@@ -142,10 +144,8 @@ private:
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
 class MultiHeadAttention {
-    // NH heads of size HS share the C channels: NH x HS must be C.
-    static constexpr std::conditional_t<NH::extent * HS::extent == C::extent, detail::check_passed,
-                                        diag::attention_heads_product<C, NH, HS>>
-        heads_fill_channels{};
+    static_assert(detail::heads_fill_channels<C, NH, HS>,
+                  "shaped::nn::MultiHeadAttention: " SHAPED_RULE_HEADS_FILL_CHANNELS);
 
 public:
     using value_type = T;

@@ -6,52 +6,48 @@
 namespace shaped::diag {
 
 // The KV cache.
-template <class... Shown>
-struct cache_layout : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::KVCache: a cache's dims are static, (B, S, HS) or (B, NH, S, HS), S the capacity");
-};
+// The KV cache's own dims, asserted in the rejected class itself (kv_cache.hpp).
+#define SHAPED_RULE_CACHE_LAYOUT "a cache's dims are static, (B, S, HS) or (B, NH, S, HS), S the capacity"
 
+// The cache's dims, then the new keys' or values'.
+#define SHAPED_RULE_CACHE_APPEND_DIMS "the new keys' or values' dims do not meet the cache's (batch, heads, head size)"
 template <class... Shown>
 struct cache_append_dims : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::KVCache::append: the new keys' or values' dims do not meet the cache's "
-                  "(batch, heads, head size)");
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::KVCache::append: " SHAPED_RULE_CACHE_APPEND_DIMS);
 };
 
 // A layer's input: the first argument is the layer called, then its channel dim (in_features,
 // for a Linear) and the input's dims.
+#define SHAPED_RULE_LAYER_INPUT                                                                    \
+    "the layer's input must be (..., C), C the layer's channel dim (a Linear's in_features); " \
+    "attention and Block take (B, T, C)"
 template <class... Shown>
 struct layer_input : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn: the layer's input must be (..., C), C the layer's channel dim (a Linear's in_features); "
-                  "attention and Block take (B, T, C)");
+    static_assert(sizeof...(Shown) == 0, "shaped::nn: " SHAPED_RULE_LAYER_INPUT);
 };
 
 // The attention layers; the first argument of a cache check names the layer.
-template <class... Shown>
-struct attention_heads_product : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::MultiHeadAttention: heads x head size must equal the channel dim");
-};
+// Asserted in the layer's class (attention.hpp), with the three dims in the condition.
+#define SHAPED_RULE_HEADS_FILL_CHANNELS "heads x head size must equal the channel dim"
 
+#define SHAPED_RULE_ATTENTION_CACHE_HEADS                                   \
+    "the cache's heads do not meet the layer's; a Head's cache is (B, S, HS), " \
+    "a MultiHeadAttention's (B, NH, S, HS)"
 template <class... Shown>
 struct attention_cache_heads : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the cache's heads do not meet the layer's; a Head's cache is "
-                  "(B, S, HS), a MultiHeadAttention's (B, NH, S, HS)");
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_HEADS);
 };
 
+#define SHAPED_RULE_ATTENTION_CACHE_HEAD_SIZE "the cache's head size does not meet the layer's"
 template <class... Shown>
 struct attention_cache_head_size : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the cache's head size does not meet the layer's");
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_HEAD_SIZE);
 };
 
+#define SHAPED_RULE_ATTENTION_CACHE_BATCH "the cache's batch dim does not meet the input's"
 template <class... Shown>
 struct attention_cache_batch : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::nn::attention: the cache's batch dim does not meet the input's");
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_BATCH);
 };
 
 }  // namespace shaped::diag

@@ -38,8 +38,11 @@ public:
 
 namespace detail {
 // A cache's dims: static, three or four of them.
-template <Dim... Ds>
-inline constexpr bool cache_layout = (sizeof...(Ds) == 3 || sizeof...(Ds) == 4) && (Ds::is_static && ...);
+template <class... Ds>
+inline constexpr bool cache_layout = [] {
+    if constexpr ((Dim<Ds> && ...)) return (sizeof...(Ds) == 3 || sizeof...(Ds) == 4) && (Ds::is_static && ...);
+    else return false;
+}();
 
 // The dims of new keys or values meet the cache's, except along time (any name, any extent).
 template <class CacheDims, class NewDims>
@@ -51,13 +54,19 @@ inline constexpr bool append_fits = [] {
             return ((I == CacheDims::rank - 2 || can_meet<dim_at<I, CacheDims>, dim_at<I, NewDims>>) && ...);
         }(std::make_index_sequence<CacheDims::rank>{});
 }();
+
+// The check of new keys or values whose dims do not fit; void where both fit.
+template <class CacheDims, class K, class V>
+using append_misfit_t =
+    std::conditional_t<!append_fits<CacheDims, dims_of<K>>, diag::cache_append_dims<CacheDims, dims_of<K>>,
+                       std::conditional_t<!append_fits<CacheDims, dims_of<V>>, diag::cache_append_dims<CacheDims, dims_of<V>>, void>>;
 }  // namespace detail
 
-// Any other dims stop the compile here, with the dims in the diagnostic. The rejected type is a
-// failed check, which the layers it is passed to accept without a second error.
+// Any other dims stop the compile here, with the dims in the diagnostic's condition. The rejected
+// type is a failed check, which the layers it is passed to accept without a second error.
 template <class T, class... Ds>
 class KVCache : public failed {
-    static constexpr diag::cache_layout<dims<Ds...>> rejected{};
+    static_assert(detail::cache_layout<Ds...>, "shaped::nn::KVCache: " SHAPED_RULE_CACHE_LAYOUT);
 };
 
 template <class T, Dim... Ds>
@@ -100,22 +109,20 @@ public:
     // (a ragged batch), batch row b takes only the first counts[b] of the n; the rest of its
     // positions is padding and is not stored.
     template <Expression K, Expression V>
+        requires std::is_void_v<detail::append_misfit_t<dims_type, K, V>>
     void append(const K& k, const V& v, std::optional<lengths_type> counts = std::nullopt) {
-        // The dims are checked here, in the function the user calls, so that a misfit is one error.
-        if constexpr (!detail::append_fits<dims_type, dims_of<K>>) {
-            (void)diag::cache_append_dims<dims_type, dims_of<K>>{};
-        } else if constexpr (!detail::append_fits<dims_type, dims_of<V>>) {
-            (void)diag::cache_append_dims<dims_type, dims_of<V>>{};
-        } else {
-            const std::size_t n = k.extents()[rank - 2];
-            if (!counts) counts.emplace().fill(n);
-            // Every check comes before the first write, so that a failed append changes nothing.
-            check_new(k, v, *counts);
-            write(keys_, k, *counts);
-            write(values_, v, *counts);
-            for (std::size_t b = 0; b < batch; ++b) lengths_[b] += (*counts)[b];
-        }
+        const std::size_t n = k.extents()[rank - 2];
+        if (!counts) counts.emplace().fill(n);
+        // Every check comes before the first write, so that a failed append changes nothing.
+        check_new(k, v, *counts);
+        write(keys_, k, *counts);
+        write(values_, v, *counts);
+        for (std::size_t b = 0; b < batch; ++b) lengths_[b] += (*counts)[b];
     }
+    // Dims that do not fit pick the overload only declared, whose return type is the failed check.
+    template <Expression K, Expression V>
+        requires(!std::is_void_v<detail::append_misfit_t<dims_type, K, V>>)
+    detail::append_misfit_t<dims_type, K, V> append(const K&, const V&, std::optional<lengths_type> = std::nullopt);
     // After a failed check in the keys' or values' expression: nothing, with no second error.
     template <class K, class V>
         requires any_failed<K, V>
@@ -139,17 +146,18 @@ private:
         for (std::size_t i = 0; i < rank; ++i) {
             if (i == rank - 2) continue;
             if (keys[i] != extents[i])
-                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", "cache", names[i], extents[i],
-                                                       "new keys'", names[i], keys[i]);
+                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", SHAPED_RULE_CACHE_APPEND_DIMS, "cache",
+                                                       names[i], extents[i], "new keys'", names[i], keys[i]);
             if (values[i] != extents[i])
-                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", "cache", names[i], extents[i],
-                                                       "new values'", names[i], values[i]);
+                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", SHAPED_RULE_CACHE_APPEND_DIMS, "cache",
+                                                       names[i], extents[i], "new values'", names[i], values[i]);
         }
         const std::size_t n = keys[rank - 2];
         if (values[rank - 2] != n)
-            shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", "new keys'",
-                                                   dim_at<rank - 2, dims_of<K>>::name.view(), n, "new values'",
-                                                   dim_at<rank - 2, dims_of<V>>::name.view(), values[rank - 2]);
+            shaped::detail::throw_dims_do_not_meet(
+                "nn::KVCache::append", "the new keys and values hold different numbers of positions", "keys",
+                dim_at<rank - 2, dims_of<K>>::name.view(), n, "values", dim_at<rank - 2, dims_of<V>>::name.view(),
+                values[rank - 2]);
         for (std::size_t b = 0; b < batch; ++b) {
             if (counts[b] > n)
                 throw shape_error("shaped::nn::KVCache::append: batch row " + std::to_string(b) + " takes " +

@@ -6,34 +6,30 @@
 
 namespace shaped::diag {
 
+// The first argument names the reshape, split or merge (its run-time check: reshape.hpp).
+#define SHAPED_RULE_RESHAPE_PRODUCT "the product of the new extents differs from the old extent"
 template <class... Shown>
 struct reshape_product : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::reshape: the product of the new extents differs from the old extent");
+    static_assert(sizeof...(Shown) == 0, "shaped::reshape: " SHAPED_RULE_RESHAPE_PRODUCT);
 };
 
+#define SHAPED_RULE_RESHAPE_NOT_ADJACENT "only two adjacent dims, in order, can merge"
 template <class... Shown>
 struct reshape_not_adjacent : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::merge: only two adjacent dims, in order, can merge");
+    static_assert(sizeof...(Shown) == 0, "shaped::merge: " SHAPED_RULE_RESHAPE_NOT_ADJACENT);
 };
 
+// An assignment to a Tensor or View: the target's dims, then the expression's. (A Tensor's
+// constructor asserts the same rule in place: tensor.hpp.)
 template <class... Shown>
 struct assign_dims : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::Tensor: the assigned expression's dims differ from the tensor's declared dims");
+    static_assert(sizeof...(Shown) == 0, "shaped::assign: " SHAPED_RULE_DECLARED_DIMS);
 };
 
-template <class... Shown>
-struct extents_overflow : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::Tensor: the static extents' element count does not fit in memory");
-};
-
+#define SHAPED_RULE_INDEX_COUNT "an element access takes one index per dim"
 template <class... Shown>
 struct index_count : failed {
-    static_assert(sizeof...(Shown) == 0,
-                  "shaped::Tensor: an element access takes one index per dim");
+    static_assert(sizeof...(Shown) == 0, "shaped::Tensor: " SHAPED_RULE_INDEX_COUNT);
 };
 
 }  // namespace shaped::diag

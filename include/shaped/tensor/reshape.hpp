@@ -40,10 +40,9 @@ inline constexpr bool product_fits = [] {
 template <Dim Old, Dim Outer, Dim Inner>
 void check_reshape_extents(std::string_view operation, std::size_t old, std::size_t outer, std::size_t inner) {
     if (checked_product(outer, inner) != old)
-        throw shape_error("shaped::" + std::string(operation) +
-                          ": the product of the new extents differs from the old extent: " +
-                          describe_dim(Old::name.view(), old) + " is not " + describe_dim(Outer::name.view(), outer) +
-                          " x " + describe_dim(Inner::name.view(), inner));
+        throw_rule(operation, SHAPED_RULE_RESHAPE_PRODUCT,
+                   describe_dim(Old::name.view(), old) + " is not " + describe_dim(Outer::name.view(), outer) + " x " +
+                       describe_dim(Inner::name.view(), inner));
 }
 
 // Whether the result can be a View of x's own elements: x is strided and outlives the call.
@@ -65,15 +64,17 @@ auto reshape_evaluated(const E& x, const extents_of<NewDims>& new_extents) {
 }  // namespace detail
 
 namespace detail {
-template <Dim D, Dim D1, Dim D2, class List>
+template <Dim D, Dim D1, Dim D2, class List, class... Given>
 consteval auto split_misfit() {
     if constexpr (count_named<D, List> != 1) return std::type_identity<named_diag<op::split, D, List>>{};
     else if constexpr (!product_fits<dim_at<index_named<D, List>, List>, D1, D2>)
         return std::type_identity<diag::reshape_product<op::split, dim_at<index_named<D, List>, List>, D1, D2>>{};
+    else if constexpr (!gives_dynamic_extents<dims<D1, D2>, Given...>)
+        return std::type_identity<dynamic_extents_diag<op::split, dims<D1, D2>, Given...>>{};
     else return std::type_identity<void>{};
 }
-template <Dim D, Dim D1, Dim D2, class E>
-using split_misfit_t = typename decltype(split_misfit<D, D1, D2, dims_of<E>>())::type;
+template <Dim D, Dim D1, Dim D2, class E, class... Given>
+using split_misfit_t = typename decltype(split_misfit<D, D1, D2, dims_of<E>, Given...>())::type;
 
 template <Dim D1, Dim D2, Dim D, class List>
 consteval auto merge_misfit() {
@@ -101,11 +102,9 @@ using merge_misfit_t = typename decltype(merge_misfit<D1, D2, D, dims_of<E>>()):
 // split<D, D1, D2>(x, dynamic extents...): x's dim D as D1 (outer) and D2 (inner). A dynamic D1
 // or D2 takes its extent as a value, one per dynamic dim, in order: split<T, W, P>(x, W{4}).
 template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
-    requires std::is_void_v<detail::split_misfit_t<D, D1, D2, E>>
+    requires std::is_void_v<detail::split_misfit_t<D, D1, D2, E, Dynamic...>>
 auto split(E&& x, Dynamic... extents) {
     using List = dims_of<E>;
-    static_assert(std::is_same_v<dims<Dynamic...>, dynamic_dims<dims<D1, D2>>>,
-                  "shaped::split: give one extent per dynamic new dim, as values of those dims, in order");
     constexpr std::size_t axis = index_named<D, List>;
     using Old = dim_at<axis, List>;
     using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D1, D2>, slice_dims<axis + 1, List::rank, List>>;
@@ -130,11 +129,11 @@ auto split(E&& x, Dynamic... extents) {
         return detail::reshape_evaluated<NewDims>(x, new_extents);
     }
 }
-template <Dim D, Dim D1, Dim D2, Expression E, DynamicDim... Dynamic>
-    requires(!std::is_void_v<detail::split_misfit_t<D, D1, D2, E>>)
-detail::split_misfit_t<D, D1, D2, E> split(E&&, Dynamic...);
-template <Dim D, Dim D1, Dim D2, Failed E, DynamicDim... Dynamic>
-failed split(E&&, Dynamic...);
+template <Dim D, Dim D1, Dim D2, Expression E, class... Given>
+    requires(!std::is_void_v<detail::split_misfit_t<D, D1, D2, E, Given...>>)
+detail::split_misfit_t<D, D1, D2, E, Given...> split(E&&, Given...);
+template <Dim D, Dim D1, Dim D2, Failed E, class... Given>
+failed split(E&&, Given...);
 
 // merge<D1, D2, D>(x): x's adjacent dims D1, D2 (in that order) as one dim D. A dynamic D takes
 // the product of their extents.

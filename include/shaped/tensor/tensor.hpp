@@ -72,10 +72,11 @@ public:
     Tensor()
         requires dims_type::all_static
     {
-        // Static extents that cannot fit are checked in each constructor (not in allocate), so
-        // that the error is one frame from the caller.
-        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<dims_type>{};
-        else allocate(extents_type{Ds::extent...});
+        // A constructor has no return type to carry a check, so static extents that cannot fit
+        // are asserted here, in the function the user calls: one frame from them. (An expression
+        // of such extents has a leaf made here; allocate checks dynamic ones.)
+        static_assert(detail::static_dims_fit<T, Ds...>, "shaped::Tensor: " SHAPED_RULE_EXTENTS_OVERFLOW);
+        if constexpr (detail::static_dims_fit<T, Ds...>) allocate(extents_type{Ds::extent...});
     }
 
     // Dynamic extents given as dim values, one per dynamic dim, in order: Tensor<float, B, T>(T{5}).
@@ -87,7 +88,7 @@ public:
 
     // Zero-filled with the given extents, checked against the static ones.
     explicit Tensor(const shape_type& shape) {
-        if constexpr (!detail::static_dims_fit<T, Ds...>) (void)diag::extents_overflow<dims_type>{};
+        static_assert(detail::static_dims_fit<T, Ds...>, "shaped::Tensor: " SHAPED_RULE_EXTENTS_OVERFLOW);
         detail::check_extents_fit("Tensor", dims_type{}, shape.extents());
         allocate(shape.extents());
     }
@@ -97,19 +98,15 @@ public:
     Tensor& operator=(const Tensor&) = default;
     Tensor& operator=(Tensor&&) noexcept = default;
 
-    // From any expression whose dims meet these: evaluates it. The dims are checked here, not in a
-    // helper, so that a mismatch is one error one frame from the caller (a constructor has no
-    // return type to carry the check, as the assignment's does).
+    // From any expression whose dims meet these: evaluates it. The dims are asserted here, as the
+    // default constructor's extents are.
     template <Expression E>
         requires(!std::is_same_v<std::remove_cvref_t<E>, Tensor>)
     Tensor(E&& source) {
-        if constexpr (!detail::assignable<dims_type, dims_of<E>>) {
-            (void)detail::assign_diag<dims_type, dims_of<E>>{};
-        } else if constexpr (!detail::static_dims_fit<T, Ds...>) {
-            (void)diag::extents_overflow<dims_type>{};
-        } else {
+        static_assert(detail::assignable<dims_type, dims_of<E>>, "shaped::Tensor: " SHAPED_RULE_DECLARED_DIMS);
+        if constexpr (detail::assignable<dims_type, dims_of<E>>) {
             const auto extents = source.extents();
-            detail::check_extents_fit("assign", dims_type{}, extents);
+            detail::check_extents_fit("Tensor", dims_type{}, extents);
             allocate(extents);
             // Evaluated by the kernels layer, through assign_expression (see View's operator=).
             assign_expression(*this, source);

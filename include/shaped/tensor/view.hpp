@@ -81,7 +81,7 @@ public:
     template <Expression E>
         requires(!std::is_const_v<T> && detail::assignable<dims_type, dims_of<E>>)
     const View& operator=(const E& source) const {
-        detail::check_extents_equal("View", dims_type{}, extents_, source.extents());
+        detail::check_extents_equal("assign", dims_type{}, extents_, source.extents());
         // Evaluating is the kernels layer's work: this unqualified call finds, by argument-
         // dependent lookup where it is instantiated, the shaped::assign_expression(target,
         // source) that kernels/evaluate.hpp defines. This layer declares nothing of kernels.
