@@ -9,3 +9,4 @@
 #include <shaped/kernels/matmul.hpp>
 #include <shaped/kernels/parallel.hpp>
 #include <shaped/kernels/reduce.hpp>
+#include <shaped/kernels/strided.hpp>

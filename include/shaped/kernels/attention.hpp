@@ -11,6 +11,7 @@
 // elements read the other way), batch dims broadcast as in matmul.
 
 #include <shaped/kernels/matmul.hpp>
+#include <shaped/kernels/strided.hpp>
 
 #include <xtensor/xnoalias.hpp>
 
@@ -142,17 +143,11 @@ bool fills_lower_triangle(const X& x, long diagonal) {
     const auto op = as_strided<T>(x);
     const auto& e = op.elements;
     const std::size_t rows = e.extents[r - 2], cols = e.extents[r - 1];
-    std::size_t matrices = 1;
-    for (std::size_t i = 0; i + 2 < r; ++i) matrices *= e.extents[i];
-    for (std::size_t b = 0; b < matrices; ++b) {
-        std::ptrdiff_t base = 0;
-        for (std::size_t i = r - 2, rest = b; i-- > 0;) {
-            base += static_cast<std::ptrdiff_t>(rest % e.extents[i]) * e.strides[i];
-            rest /= e.extents[i];
-        }
+    for (batch_iterator<r - 2> matrix(e.extents); matrix; ++matrix) {
+        const T* first = e.data + matrix.offset(e.strides);
         for (std::size_t i = 0; i < rows; ++i) {
             const long last = std::min(static_cast<long>(cols) - 1, static_cast<long>(i) + diagonal);
-            const T* row = e.data + base + static_cast<std::ptrdiff_t>(i) * e.strides[r - 2];
+            const T* row = first + static_cast<std::ptrdiff_t>(i) * e.strides[r - 2];
             for (long j = 0; j <= last; ++j)
                 if (row[j * e.strides[r - 1]] == T{0}) return false;
         }
@@ -227,9 +222,9 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
     p.scale = scale;
     p.sees = sees;
     p.batch_rank = batch;
-    const auto qb = detail::batch_strides<batch>(q.extents, q.strides);
-    const auto kb = detail::batch_strides<batch>(k.extents, k.strides);
-    const auto vb = detail::batch_strides<batch>(v.extents, v.strides);
+    const auto qb = detail::batch_strides<batch>(q);
+    const auto kb = detail::batch_strides<batch>(k);
+    const auto vb = detail::batch_strides<batch>(v);
     for (std::size_t i = 0; i < batch; ++i) {
         p.batch_extents[i] = out_extents[i];
         p.q_batch[i] = qb[i];

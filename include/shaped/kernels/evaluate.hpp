@@ -9,6 +9,7 @@
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
 #include <shaped/kernels/rows.hpp>
+#include <shaped/kernels/strided.hpp>
 
 #include <xtensor/xnoalias.hpp>
 #include <xtensor/xreducer.hpp>
@@ -197,18 +198,9 @@ bool biased_matmul_into(Target& target, const Source& source) {
     const auto strides = target.strides();
     const std::size_t n = extents[r - 1];
     if (bias.extents()[0] != n) return false;
-    std::size_t rows = 1;
-    for (std::size_t i = 0; i + 1 < r; ++i) rows *= extents[i];
-    std::array<std::size_t, r - 1> index{};
-    for (std::size_t row = 0; row < rows; ++row) {
-        std::ptrdiff_t offset = 0;
-        for (std::size_t i = 0; i + 1 < r; ++i) offset += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
-        T* out = target.data() + offset;
+    for (batch_iterator<r - 1> row(extents); row; ++row) {
+        T* out = target.data() + row.offset(strides);
         for (std::size_t j = 0; j < n; ++j) out[j] = bias.data()[static_cast<std::ptrdiff_t>(j) * bias.strides()[0]];
-        for (std::size_t i = r - 1; i-- > 0;) {
-            if (++index[i] < extents[i]) break;
-            index[i] = 0;
-        }
     }
     matmul_into(target, product.lhs(), product.rhs(), T{1}, T{1});
     return true;
@@ -450,12 +442,8 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
     const auto strides = target.strides();
     constexpr std::size_t r = rank_of<Target>;
     const std::size_t rows = extents[r - 2], cols = extents[r - 1];
-    std::size_t matrices = 1;
-    for (std::size_t i = 0; i + 2 < r; ++i) matrices *= extents[i];
-    std::array<std::size_t, r> index{};
-    for (std::size_t b = 0; b < matrices; ++b) {
-        std::ptrdiff_t base = 0;
-        for (std::size_t i = 0; i + 2 < r; ++i) base += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
+    for (batch_iterator<r - 2> matrix(extents); matrix; ++matrix) {
+        const std::ptrdiff_t base = matrix.offset(strides);
         for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < cols; ++j) {
                 const long offset = static_cast<long>(j) - static_cast<long>(i);
@@ -464,10 +452,6 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
                     target.data()[base + static_cast<std::ptrdiff_t>(i) * strides[r - 2] +
                                   static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = value_type_of<Target>{};
             }
-        for (std::size_t i = r - 2; i-- > 0;) {
-            if (++index[i] < extents[i]) break;
-            index[i] = 0;
-        }
     }
 }
 
@@ -486,27 +470,16 @@ void copy_into(Target& target, const Source& source) {
         const auto extents = target.extents();
         const auto strides = target.strides();
         const std::size_t n = extents[r - 1];
-        std::size_t rows = 1;
-        for (std::size_t i = 0; i + 1 < r; ++i) rows *= extents[i];
-        if (rows == 0 || n == 0) return;
+        batch_iterator<r - 1> row(extents);
+        if (!row || n == 0) return;
         const bool adjacent = (strides[r - 1] == 1 && from.strides[r - 1] == 1) || n == 1;
-        std::array<std::size_t, r> index{};
-        for (std::size_t row = 0; row < rows; ++row) {
-            std::ptrdiff_t to = 0, at = 0;
-            for (std::size_t i = 0; i + 1 < r; ++i) {
-                to += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
-                at += static_cast<std::ptrdiff_t>(index[i]) * from.strides[i];
-            }
-            T* dst = target.data() + to;
-            const T* src = from.data + at;
+        for (; row; ++row) {
+            T* dst = target.data() + row.offset(strides);
+            const T* src = from.data + row.offset(from.strides);
             if (adjacent) std::memmove(dst, src, n * sizeof(T));
             else
                 for (std::size_t j = 0; j < n; ++j)
                     dst[static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = src[static_cast<std::ptrdiff_t>(j) * from.strides[r - 1]];
-            for (std::size_t i = r - 1; i-- > 0;) {
-                if (++index[i] < extents[i]) break;
-                index[i] = 0;
-            }
         }
     }
 }

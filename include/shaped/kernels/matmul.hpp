@@ -7,47 +7,15 @@
 
 #include <shaped/kernels/blas.hpp>
 #include <shaped/kernels/lower.hpp>
-#include <shaped/tensor/view_of.hpp>
+#include <shaped/kernels/strided.hpp>
 
 #include <xsimd/xsimd.hpp>
 
 #include <array>
 #include <cstddef>
-#include <memory>
-#include <variant>
 #include <vector>
 
 namespace shaped::kernels {
-
-// A read-only strided description of an operand's elements.
-template <class T, std::size_t R>
-struct strided {
-    const T* data;
-    std::array<std::size_t, R> extents;
-    std::array<std::ptrdiff_t, R> strides;
-};
-
-// The operand as strided elements, and whatever owns them if a temporary had to be made.
-template <class T, std::size_t R, class Owner>
-struct strided_operand {
-    Owner owner;
-    strided<T, R> elements;
-};
-
-template <class T, class E>
-auto as_strided(const E& e) {
-    constexpr std::size_t R = rank_of<E>;
-    if constexpr (Viewable<E>) {
-        const auto view = view_of(e);
-        return strided_operand<T, R, std::monostate>{{}, strided<T, R>{view.data(), view.extents(), view.strides()}};
-    } else {
-        // The temporary lives on the heap so that elements stays valid wherever the result is
-        // moved: a small Tensor keeps its elements inline and would take them along.
-        auto owner = std::make_unique<const tensor_for<T, dims_of<E>>>(e);
-        const strided<T, R> elements{owner->data(), owner->extents(), owner->strides()};
-        return strided_operand<T, R, decltype(owner)>{std::move(owner), elements};
-    }
-}
 
 namespace detail {
 
@@ -66,16 +34,6 @@ inline blas_layout layout_of(std::ptrdiff_t row_stride, std::ptrdiff_t col_strid
         return {col_stride >= static_cast<std::ptrdiff_t>(rows), true,
                 std::max<std::size_t>(static_cast<std::size_t>(col_stride), std::max<std::size_t>(rows, 1))};
     return {false, false, 0};
-}
-
-// Strides of one operand's batch dims aligned to the result's batch dims (0 where it spreads).
-template <std::size_t Batch, std::size_t R>
-std::array<std::ptrdiff_t, Batch> batch_strides(const std::array<std::size_t, R>& extents,
-                                                const std::array<std::ptrdiff_t, R>& strides) {
-    std::array<std::ptrdiff_t, Batch> out{};
-    constexpr std::size_t own = R - 2;
-    for (std::size_t i = 0; i < own; ++i) out[Batch - own + i] = extents[i] == 1 ? 0 : strides[i];
-    return out;
 }
 
 template <class T, std::size_t R>
@@ -153,18 +111,9 @@ void scale_elements(Target& target, T beta) {
     constexpr std::size_t r = rank_of<Target>;
     const auto extents = target.extents();
     const auto strides = target.strides();
-    std::size_t count = 1;
-    for (const std::size_t e : extents) count *= e;
-    std::array<std::size_t, r> index{};
-    for (std::size_t e = 0; e < count; ++e) {
-        std::ptrdiff_t offset = 0;
-        for (std::size_t i = 0; i < r; ++i) offset += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
-        auto& element = target.data()[offset];
+    for (batch_iterator<r> at(extents); at; ++at) {
+        auto& element = target.data()[at.offset(strides)];
         element = beta == T{0} ? T{0} : beta * element;
-        for (std::size_t i = r; i-- > 0;) {
-            if (++index[i] < extents[i]) break;
-            index[i] = 0;
-        }
     }
 }
 }  // namespace detail
@@ -189,26 +138,13 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
                   size > 0 && size <= detail::small_product) {
         constexpr std::size_t M = dim_at<cr - 2, dims_of<Target>>::extent, N = dim_at<cr - 1, dims_of<Target>>::extent,
                               K = dim_at<lr - 1, dims_of<L>>::extent;
-        const auto lb = detail::batch_strides<batch>(lhs.extents, lhs.strides);
-        const auto rbs = detail::batch_strides<batch>(rhs.extents, rhs.strides);
-        std::size_t batches = 1;
-        for (std::size_t i = 0; i < batch; ++i) batches *= out_extents[i];
-        std::array<std::size_t, batch> index{};
-        for (std::size_t b = 0; b < batches; ++b) {
-            std::ptrdiff_t lo = 0, ro = 0, co = 0;
-            for (std::size_t i = 0; i < batch; ++i) {
-                lo += static_cast<std::ptrdiff_t>(index[i]) * lb[i];
-                ro += static_cast<std::ptrdiff_t>(index[i]) * rbs[i];
-                co += static_cast<std::ptrdiff_t>(index[i]) * out_strides[i];
-            }
-            detail::small_matmul<M, N, K>(lhs.data + lo, lhs.strides[lr - 2], lhs.strides[lr - 1], rhs.data + ro,
-                                          rhs.strides[rr - 2], rhs.strides[rr - 1], target.data() + co,
-                                          out_strides[cr - 2], out_strides[cr - 1], alpha, beta);
-            for (std::size_t i = batch; i-- > 0;) {
-                if (++index[i] < out_extents[i]) break;
-                index[i] = 0;
-            }
-        }
+        const auto lb = detail::batch_strides<batch>(lhs);
+        const auto rbs = detail::batch_strides<batch>(rhs);
+        for (batch_iterator<batch> at(out_extents); at; ++at)
+            detail::small_matmul<M, N, K>(lhs.data + at.offset(lb), lhs.strides[lr - 2], lhs.strides[lr - 1],
+                                          rhs.data + at.offset(rbs), rhs.strides[rr - 2], rhs.strides[rr - 1],
+                                          target.data() + at.offset(out_strides), out_strides[cr - 2],
+                                          out_strides[cr - 1], alpha, beta);
         return;
     }
 
@@ -217,13 +153,13 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
     auto la = detail::layout_of(lhs.strides[lr - 2], lhs.strides[lr - 1], m, k);
     if (!la.ok) {
         lhs_copy = detail::contiguous_copy(lhs);
-        lhs = {lhs_copy.data(), lhs.extents, row_major_strides(lhs.extents)};
+        lhs = {{lhs.extents, row_major_strides(lhs.extents)}, lhs_copy.data()};
         la = detail::layout_of(lhs.strides[lr - 2], lhs.strides[lr - 1], m, k);
     }
     auto rb = detail::layout_of(rhs.strides[rr - 2], rhs.strides[rr - 1], k, n);
     if (!rb.ok) {
         rhs_copy = detail::contiguous_copy(rhs);
-        rhs = {rhs_copy.data(), rhs.extents, row_major_strides(rhs.extents)};
+        rhs = {{rhs.extents, row_major_strides(rhs.extents)}, rhs_copy.data()};
         rb = detail::layout_of(rhs.strides[rr - 2], rhs.strides[rr - 1], k, n);
     }
     const std::size_t ldc = out_strides[cr - 2] > 0 ? static_cast<std::size_t>(out_strides[cr - 2]) : n;
@@ -242,10 +178,9 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
             blas::gemm(la.transposed, rb.transposed, rows, n, k, alpha, a, la.leading, b, rb.leading, beta, c, ldc);
     };
 
-    const auto lb = detail::batch_strides<batch>(lhs.extents, lhs.strides);
-    const auto rbs = detail::batch_strides<batch>(rhs.extents, rhs.strides);
-    std::size_t batches = 1;
-    for (std::size_t i = 0; i < batch; ++i) batches *= out_extents[i];
+    const auto lb = detail::batch_strides<batch>(lhs);
+    const auto rbs = detail::batch_strides<batch>(rhs);
+    batch_iterator<batch> at(out_extents);
 
     // One GEMM for the whole batch when lhs rows continue across it and rhs is shared.
     bool fold = !la.transposed && batch > 0;
@@ -259,23 +194,10 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
                out_strides[i] == static_cast<std::ptrdiff_t>(inner_rows * ldc);
     }
     if (fold || batch == 0) {
-        product(m * batches, lhs.data, rhs.data, target.data());
+        product(m * at.count(), lhs.data, rhs.data, target.data());
         return;
     }
-    std::array<std::size_t, batch> index{};
-    for (std::size_t b = 0; b < batches; ++b) {
-        std::ptrdiff_t lo = 0, ro = 0, co = 0;
-        for (std::size_t i = 0; i < batch; ++i) {
-            lo += static_cast<std::ptrdiff_t>(index[i]) * lb[i];
-            ro += static_cast<std::ptrdiff_t>(index[i]) * rbs[i];
-            co += static_cast<std::ptrdiff_t>(index[i]) * out_strides[i];
-        }
-        product(m, lhs.data + lo, rhs.data + ro, target.data() + co);
-        for (std::size_t i = batch; i-- > 0;) {
-            if (++index[i] < out_extents[i]) break;
-            index[i] = 0;
-        }
-    }
+    for (; at; ++at) product(m, lhs.data + at.offset(lb), rhs.data + at.offset(rbs), target.data() + at.offset(out_strides));
 }
 
 }  // namespace shaped::kernels
