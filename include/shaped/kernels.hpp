@@ -7,6 +7,8 @@
 #include <shaped/kernels/evaluate.hpp>
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
+#include <shaped/kernels/overlap.hpp>
 #include <shaped/kernels/parallel.hpp>
+#include <shaped/kernels/recognise.hpp>
 #include <shaped/kernels/reduce.hpp>
 #include <shaped/kernels/strided.hpp>

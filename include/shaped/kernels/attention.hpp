@@ -11,6 +11,8 @@
 // elements read the other way), batch dims broadcast as in matmul.
 
 #include <shaped/kernels/matmul.hpp>
+#include <shaped/kernels/overlap.hpp>
+#include <shaped/kernels/recognise.hpp>
 #include <shaped/kernels/strided.hpp>
 
 #include <xtensor/xnoalias.hpp>
@@ -73,67 +75,9 @@ bool assign_recognised_attention(Target& target, const Source& source);
 template <class Target, class Q, class K, class V>
 void assign_attention(Target& target, const attention_node<Q, K, V>& node);
 
-// ---- recognising the chapter's attention ----------------------------------------------------
+// ---- implementation -------------------------------------------------------------------------
 
 namespace detail {
-
-// The logits: matmul(q, kT), maybe scaled (* s, s *, / s).
-template <class E>
-struct attention_logits : std::false_type {};
-template <class Q, class KT>
-struct attention_logits<matmul_node<Q, KT>> : std::true_type {
-    static const auto& product(const auto& e) { return e; }
-    static double scale(const auto&) { return 1.0; }
-};
-template <class Q, class KT, class S>
-struct attention_logits<elementwise<op::multiply, matmul_node<Q, KT>, scalar<S>>> : std::true_type {
-    static const auto& product(const auto& e) { return e.template operand<0>(); }
-    static double scale(const auto& e) { return e.template operand<1>().value; }
-};
-template <class Q, class KT, class S>
-struct attention_logits<elementwise<op::multiply, scalar<S>, matmul_node<Q, KT>>> : std::true_type {
-    static const auto& product(const auto& e) { return e.template operand<1>(); }
-    static double scale(const auto& e) { return e.template operand<0>().value; }
-};
-template <class Q, class KT, class S>
-struct attention_logits<elementwise<op::divide, matmul_node<Q, KT>, scalar<S>>> : std::true_type {
-    static const auto& product(const auto& e) { return e.template operand<0>(); }
-    static double scale(const auto& e) { return 1.0 / static_cast<double>(e.template operand<1>().value); }
-};
-
-// The mask: tril(x) == 0. It is causal when x has no zero on or below tril's diagonal, which is
-// checked at run time.
-template <class E>
-struct tril_mask : std::false_type {};
-template <class X, class S>
-struct tril_mask<elementwise<op::equal, triangle_node<X, false>, scalar<S>>> : std::true_type {};
-
-// The weights: softmax over the last dim of the logits, masked or not.
-template <class E>
-struct attention_weights : std::false_type {};
-template <std::size_t Axis, class L>
-struct attention_weights<softmax_node<Axis, L, false>>
-    : std::bool_constant<attention_logits<L>::value && Axis == rank_of<L> - 1> {
-    static constexpr bool masked = false;
-    static const auto& logits(const auto& w) { return w.operand(); }
-};
-template <std::size_t Axis, class L, class M, class F>
-struct attention_weights<softmax_node<Axis, elementwise<op::masked_fill, L, M, scalar<F>>, false>>
-    : std::bool_constant<attention_logits<L>::value && tril_mask<M>::value && Axis == rank_of<L> - 1> {
-    static constexpr bool masked = true;
-    static const auto& logits(const auto& w) { return w.operand().template operand<0>(); }
-};
-
-template <class T>
-inline constexpr bool is_float_or_double = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
-// matmul(weights, v), all of one floating-point type.
-template <class E>
-struct recognised_attention : std::false_type {};
-template <class W, class V>
-struct recognised_attention<matmul_node<W, V>>
-    : std::bool_constant<attention_weights<W>::value && is_float_or_double<value_type_of<V>> &&
-                         std::is_same_v<value_type_of<W>, value_type_of<V>>> {};
 
 // Whether x is non-zero everywhere on and below each matrix's diagonal `diagonal`.
 template <class X>
@@ -155,27 +99,7 @@ bool fills_lower_triangle(const X& x, long diagonal) {
     return true;
 }
 
-template <class T, std::size_t R>
-std::pair<const std::byte*, const std::byte*> bytes_of(const T* data, const std::array<std::size_t, R>& extents,
-                                                       const std::array<std::ptrdiff_t, R>& strides) {
-    std::ptrdiff_t low = 0, high = 0;
-    for (std::size_t i = 0; i < R; ++i) {
-        if (extents[i] == 0) return {nullptr, nullptr};
-        const std::ptrdiff_t reach = static_cast<std::ptrdiff_t>(extents[i] - 1) * strides[i];
-        (reach < 0 ? low : high) += reach;
-    }
-    const auto* base = reinterpret_cast<const std::byte*>(data);
-    return {base + low * static_cast<std::ptrdiff_t>(sizeof(T)), base + (high + 1) * static_cast<std::ptrdiff_t>(sizeof(T))};
-}
-
-template <class A, class B>
-bool overlaps(const std::pair<A, A>& a, const std::pair<B, B>& b) {
-    return a.first != a.second && b.first != b.second && a.first < b.second && b.first < a.second;
-}
-
 }  // namespace detail
-
-// ---- implementation -------------------------------------------------------------------------
 
 template <class Target, class Q, class K, class V, class T>
 void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v_expr, T scale, visibility sees,
@@ -194,10 +118,9 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
 
     // The kernel writes outputs while it still reads inputs: a target that shares memory with
     // q, k or v is computed aside first.
-    const auto out_bytes = detail::bytes_of<T>(target.data(), out_extents, out_strides);
-    if (detail::overlaps(out_bytes, detail::bytes_of(q.data, q.extents, q.strides)) ||
-        detail::overlaps(out_bytes, detail::bytes_of(k.data, k.extents, k.strides)) ||
-        detail::overlaps(out_bytes, detail::bytes_of(v.data, v.extents, v.strides))) {
+    const detail::footprint written = detail::footprint_of(elements_of(target));
+    if (written.meets(detail::footprint_of(q)) || written.meets(detail::footprint_of(k)) ||
+        written.meets(detail::footprint_of(v))) {
         tensor_for<T, dims_of<Target>> aside{typename tensor_for<T, dims_of<Target>>::shape_type(out_extents)};
         attention_into(aside, q_expr, k_expr, v_expr, scale, sees, keys_transposed);
         auto out = xt::adapt(target.data(), target.size(), xt::no_ownership(), out_extents, out_strides);
@@ -241,7 +164,7 @@ bool assign_recognised_attention(Target& target, const Source& source) {
     using weights = detail::attention_weights<std::remove_cvref_t<decltype(source.lhs())>>;
     const auto& w = source.lhs();
     const auto& logits = weights::logits(w);
-    using logits_form = detail::attention_logits<std::remove_cvref_t<decltype(logits)>>;
+    using logits_form = detail::scaled_matmul<std::remove_cvref_t<decltype(logits)>>;
     const auto& product = logits_form::product(logits);
     visibility sees{false, 0};
     if constexpr (weights::masked) {

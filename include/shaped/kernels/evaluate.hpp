@@ -4,10 +4,14 @@
 // the row kernel, tril its own loop, a reduction xtensor's reducer, and everything elementwise
 // is one xtensor assignment, vectorised, with no temporary. A matmul of a causal softmax with
 // v, as the chapter writes attention, is the fused attention kernel (kernels/attention.hpp).
+// What each root is comes from kernels/recognise.hpp; whether the target shares memory with
+// what the source reads, from kernels/overlap.hpp.
 
 #include <shaped/kernels/attention.hpp>
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
+#include <shaped/kernels/overlap.hpp>
+#include <shaped/kernels/recognise.hpp>
 #include <shaped/kernels/rows.hpp>
 #include <shaped/kernels/strided.hpp>
 
@@ -15,7 +19,6 @@
 #include <xtensor/xreducer.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -24,98 +27,88 @@
 
 namespace shaped::kernels {
 
-// The entry point, defined last: the node kernels before it run their operands through it.
-template <class Target, class Source>
-void assign(Target& target, const Source& source);
-
+// The node kernels assign() hands a root to, defined below it.
 namespace detail {
-
-// How an expression's reads overlap the target's elements: not at all, element for element
-// (safe for elementwise work), or otherwise (the source must be evaluated aside first).
-enum class overlap { none, aligned, unsafe };
-
-struct footprint {
-    const std::byte* begin;
-    const std::byte* end;
-};
-
-template <class S>
-footprint footprint_of(const S& s) {
-    const auto* data = reinterpret_cast<const std::byte*>(s.data());
-    std::ptrdiff_t last = 0;
-    const auto e = s.extents();
-    const auto st = s.strides();
-    for (std::size_t i = 0; i < e.size(); ++i) {
-        if (e[i] == 0) return {data, data};
-        last += static_cast<std::ptrdiff_t>(e[i] - 1) * std::abs(st[i]);
-    }
-    return {data, data + (last + 1) * static_cast<std::ptrdiff_t>(sizeof(value_type_of<S>))};
-}
-
+template <class T, Dim... Ds>
+auto& writable(Tensor<T, Ds...>& t);
+template <class T, Dim... Ds>
+auto writable(const View<T, Ds...>& v);
 template <class Target>
-struct alias_probe {
-    const Target& target;
-    footprint span;
-};
+bool rows_are_contiguous(const Target& t);
+template <class Target, class Source>
+bool biased_matmul_into(Target& target, const Source& source);
+template <class Target, std::size_t Axis, class E, bool Log>
+void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s);
+template <class Target, class E, class W, class Bi>
+void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi>& node);
+template <class Target, class Op, std::size_t Axis, class E>
+void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r);
+template <class Target, class E, bool Upper>
+void triangle_into(Target& target, const triangle_node<E, Upper>& t);
+template <class Target, class Source>
+void copy_into(Target& target, const Source& source);
+}  // namespace detail
 
-template <Strided S, class Target>
-overlap overlap_of(const S& s, const alias_probe<Target>& probe);
-template <class T, class Target>
-overlap overlap_of(const scalar<T>&, const alias_probe<Target>&);
-template <class Op, class... Es, class Target>
-overlap overlap_of(const elementwise<Op, Es...>& e, const alias_probe<Target>& probe);
-template <class E, class NewDims, class Target>
-overlap overlap_of(const rename_node<E, NewDims>& r, const alias_probe<Target>& probe);
-template <class E, std::array<std::size_t, rank_of<E>> Perm, class Target>
-overlap overlap_of(const permute_node<E, Perm>& p, const alias_probe<Target>& probe);
-template <class E, bool Upper, class Target>
-overlap overlap_of(const triangle_node<E, Upper>& t, const alias_probe<Target>& probe);
-template <Expression E, class Target>
-    requires(!Strided<E>)
-overlap overlap_of(const E&, const alias_probe<Target>&);
+template <class Target, class Source>
+void assign(Target& target, const Source& source) {
+    using T = value_type_of<Target>;
+    if (detail::must_evaluate_aside(target, source)) {
+        auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
+        xt::noalias(detail::writable(target)) = aside.xtensor();
+        return;
+    }
+    if constexpr (detail::scaled_matmul<Source>::value) {
+        if constexpr (detail::recognised_attention<Source>::value)
+            if (assign_recognised_attention(target, source)) return;
+        using recognised = detail::scaled_matmul<Source>;
+        const auto& product = recognised::product(source);
+        if (detail::rows_are_contiguous(target))
+            return matmul_into(target, product.lhs(), product.rhs(), static_cast<T>(recognised::scale(source)));
+    } else if constexpr (detail::biased_matmul<Source>::value) {
+        if (detail::biased_matmul_into(target, source)) return;
+    } else if constexpr (detail::is_attention<Source>) {
+        return assign_attention(target, source);
+    } else if constexpr (detail::is_softmax<Source>) {
+        return detail::softmax_into(target, source);
+    } else if constexpr (detail::is_layer_norm<Source>) {
+        return detail::layer_norm_into(target, source);
+    } else if constexpr (detail::is_reduce<Source>) {
+        return detail::reduce_into(target, source);
+    } else if constexpr (detail::is_triangle<Source>) {
+        return detail::triangle_into(target, source);
+    }
+    if constexpr (std::is_same_v<T, bool> || detail::reads_bool_storage<Source>) {
+        // xtensor 0.24's SIMD strided assignment mishandles bool storage: into fixed-size bool
+        // storage it skips elements (a comparison with a scalar, under AVX), and a stored mask
+        // that broadcasts is read a row off ((B, 1, T, S) over (B, H, T, S)). Whatever writes
+        // or reads a stored mask runs element by element.
+        auto&& out = detail::writable(target);
+        auto&& in = lower(source);
+        std::copy(in.cbegin(), in.cend(), out.begin());
+        return;
+    }
+    if constexpr (Viewable<Source> && std::is_same_v<value_type_of<Source>, T>) {
+        return detail::copy_into(target, source);
+    }
+    xt::noalias(detail::writable(target)) = lower(source);
+}
 
-template <Strided S, class Target>
-overlap overlap_of(const S& s, const alias_probe<Target>& probe) {
-    const footprint mine = footprint_of(s);
-    if (mine.end <= probe.span.begin || mine.begin >= probe.span.end) return overlap::none;
-    // Held by value: a Tensor returns its extents and strides as new arrays on every call.
-    // One declaration each: operand and target may differ in rank, so in type.
-    const auto extents = s.extents();
-    const auto target_extents = probe.target.extents();
-    const auto strides = s.strides();
-    const auto target_strides = probe.target.strides();
-    const bool same = reinterpret_cast<const std::byte*>(s.data()) == probe.span.begin &&
-                      std::equal(extents.begin(), extents.end(), target_extents.begin(), target_extents.end()) &&
-                      std::equal(strides.begin(), strides.end(), target_strides.begin(), target_strides.end());
-    return same ? overlap::aligned : overlap::unsafe;
+}  // namespace shaped::kernels
+
+namespace shaped {
+
+// The tensor layer's extension point: Tensor's and View's assignments call assign_expression
+// unqualified, and find this by argument-dependent lookup (tensor/view.hpp).
+template <class Target, class Source>
+void assign_expression(Target& target, const Source& source) {
+    kernels::assign(target, source);
 }
-template <class T, class Target>
-overlap overlap_of(const scalar<T>&, const alias_probe<Target>&) {
-    return overlap::none;
-}
-template <class Op, class... Es, class Target>
-overlap overlap_of(const elementwise<Op, Es...>& e, const alias_probe<Target>& probe) {
-    return std::apply([&](const auto&... o) { return std::max({overlap::none, overlap_of(o, probe)...}); },
-                      e.operands());
-}
-template <class E, class NewDims, class Target>
-overlap overlap_of(const rename_node<E, NewDims>& r, const alias_probe<Target>& probe) {
-    return overlap_of(r.operand(), probe);
-}
-template <class E, std::array<std::size_t, rank_of<E>> Perm, class Target>
-overlap overlap_of(const permute_node<E, Perm>& p, const alias_probe<Target>& probe) {
-    return overlap_of(p.operand(), probe) == overlap::none ? overlap::none : overlap::unsafe;
-}
-template <class E, bool Upper, class Target>
-overlap overlap_of(const triangle_node<E, Upper>& t, const alias_probe<Target>& probe) {
-    return overlap_of(t.operand(), probe);
-}
-// matmul, softmax and reductions nested in a larger expression run into a temporary first.
-template <Expression E, class Target>
-    requires(!Strided<E>)
-overlap overlap_of(const E&, const alias_probe<Target>&) {
-    return overlap::none;
-}
+
+}  // namespace shaped
+
+// ---- the node kernels --------------------------------------------------------------------------
+
+namespace shaped::kernels::detail {
 
 // The target as a writable xtensor expression.
 template <class T, Dim... Ds>
@@ -132,47 +125,6 @@ bool rows_are_contiguous(const Target& t) {
     return t.strides()[rank_of<Target> - 1] == 1;
 }
 
-// Recognised scalings of a matmul: matmul * s, s * matmul, matmul / s.
-template <class E>
-struct scaled_matmul : std::false_type {};
-template <class L, class R, class T>
-struct scaled_matmul<elementwise<op::multiply, matmul_node<L, R>, scalar<T>>> : std::true_type {
-    static auto& product(const auto& e) { return e.template operand<0>(); }
-    static T scale(const auto& e) { return e.template operand<1>().value; }
-};
-template <class L, class R, class T>
-struct scaled_matmul<elementwise<op::multiply, scalar<T>, matmul_node<L, R>>> : std::true_type {
-    static auto& product(const auto& e) { return e.template operand<1>(); }
-    static T scale(const auto& e) { return e.template operand<0>().value; }
-};
-template <class L, class R, class T>
-struct scaled_matmul<elementwise<op::divide, matmul_node<L, R>, scalar<T>>> : std::true_type {
-    static auto& product(const auto& e) { return e.template operand<0>(); }
-    static T scale(const auto& e) { return T{1} / e.template operand<1>().value; }
-};
-
-// A matmul plus a bias along its last dim, as a Linear layer with bias computes: the bias is
-// written into the target and the product added to it by the same GEMM, with no temporary.
-// The addend may also be the target itself (out = out + matmul(a, b), a residual connection):
-// the GEMM then accumulates onto it.
-template <class E>
-struct biased_matmul : std::false_type {};
-template <class Bias, class L, class R>
-inline constexpr bool is_matmul_addend =
-    Strided<std::remove_cvref_t<Bias>> && (rank_of<Bias> == 1 || rank_of<Bias> == rank_of<matmul_node<L, R>>);
-template <class L, class R, class Bias>
-    requires is_matmul_addend<Bias, L, R>
-struct biased_matmul<elementwise<op::add, matmul_node<L, R>, Bias>> : std::true_type {
-    static auto& product(const auto& e) { return e.template operand<0>(); }
-    static auto& bias(const auto& e) { return e.template operand<1>(); }
-};
-template <class Bias, class L, class R>
-    requires is_matmul_addend<Bias, L, R>
-struct biased_matmul<elementwise<op::add, Bias, matmul_node<L, R>>> : std::true_type {
-    static auto& product(const auto& e) { return e.template operand<1>(); }
-    static auto& bias(const auto& e) { return e.template operand<0>(); }
-};
-
 // target = product + bias, or false (nothing written) where the target shares memory with the
 // product's operands or its rows are not contiguous, or the bias does not span a whole row, or
 // a whole-array addend is not the target itself.
@@ -182,7 +134,7 @@ bool biased_matmul_into(Target& target, const Source& source) {
     using T = value_type_of<Target>;
     const auto& product = recognised::product(source);
     const auto& bias = recognised::bias(source);
-    const alias_probe<Target> probe{target, footprint_of(target)};
+    const alias_probe<Target> probe{target, footprint_of(elements_of(target))};
     if (!rows_are_contiguous(target) || overlap_of(product.lhs(), probe) != overlap::none ||
         overlap_of(product.rhs(), probe) != overlap::none)
         return false;
@@ -204,66 +156,6 @@ bool biased_matmul_into(Target& target, const Source& source) {
     }
     matmul_into(target, product.lhs(), product.rhs(), T{1}, T{1});
     return true;
-}
-
-template <class T>
-inline constexpr bool is_matmul = false;
-template <class L, class R>
-inline constexpr bool is_matmul<matmul_node<L, R>> = true;
-
-template <class T>
-inline constexpr bool is_attention = false;
-template <class Q, class K, class V>
-inline constexpr bool is_attention<attention_node<Q, K, V>> = true;
-
-template <class T>
-inline constexpr bool is_softmax = false;
-template <std::size_t Axis, class E, bool Log>
-inline constexpr bool is_softmax<softmax_node<Axis, E, Log>> = true;
-
-template <class T>
-inline constexpr bool is_reduce = false;
-template <class Op, std::size_t Axis, class E>
-inline constexpr bool is_reduce<reduce_node<Op, Axis, E>> = true;
-
-template <class T>
-inline constexpr bool is_triangle = false;
-template <class E, bool Upper>
-inline constexpr bool is_triangle<triangle_node<E, Upper>> = true;
-
-template <class T>
-inline constexpr bool is_layer_norm = false;
-template <class E, class W, class Bi>
-inline constexpr bool is_layer_norm<layer_norm_node<E, W, Bi>> = true;
-
-// Whether an expression reads bool elements from memory: a mask stored in a Tensor or View.
-template <class E>
-inline constexpr bool reads_bool_storage = Strided<E> && std::is_same_v<value_type_of<E>, bool>;
-template <class Op, class... Es>
-inline constexpr bool reads_bool_storage<elementwise<Op, Es...>> = (reads_bool_storage<std::remove_cvref_t<Es>> || ...);
-template <class E, class NewDims>
-inline constexpr bool reads_bool_storage<rename_node<E, NewDims>> = reads_bool_storage<std::remove_cvref_t<E>>;
-template <class E, std::array<std::size_t, rank_of<E>> Perm>
-inline constexpr bool reads_bool_storage<permute_node<E, Perm>> = reads_bool_storage<std::remove_cvref_t<E>>;
-
-// Whether writing the target while reading the source could read an element already written.
-template <class Target, class Source>
-bool must_evaluate_aside(const Target& target, const Source& source) {
-    const alias_probe<Target> probe{target, footprint_of(target)};
-    if constexpr (scaled_matmul<Source>::value) {
-        return must_evaluate_aside(target, scaled_matmul<Source>::product(source));
-    } else if constexpr (requires { source.lhs(); }) {  // matmul writes while it reads
-        return overlap_of(source.lhs(), probe) != overlap::none || overlap_of(source.rhs(), probe) != overlap::none;
-    } else if constexpr (is_layer_norm<Source>) {  // rows may run in place; weight and bias are read throughout
-        bool apart = overlap_of(source.weight(), probe) == overlap::none;
-        if constexpr (Source::has_bias) apart = apart && overlap_of(source.bias(), probe) == overlap::none;
-        return !apart || overlap_of(source.operand(), probe) == overlap::unsafe;
-    } else if constexpr (requires { Source::axis; }) {  // softmax rows may run in place; reductions not
-        const overlap o = overlap_of(source.operand(), probe);
-        return requires { Source::log; } ? o == overlap::unsafe : o != overlap::none;
-    } else {
-        return overlap_of(source, probe) == overlap::unsafe;
-    }
 }
 
 template <class Target, std::size_t Axis, class E, bool Log>
@@ -484,63 +376,4 @@ void copy_into(Target& target, const Source& source) {
     }
 }
 
-}  // namespace detail
-
-template <class Target, class Source>
-void assign(Target& target, const Source& source) {
-    using T = value_type_of<Target>;
-    if (detail::must_evaluate_aside(target, source)) {
-        auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
-        xt::noalias(detail::writable(target)) = aside.xtensor();
-        return;
-    }
-    if constexpr (detail::is_matmul<Source>) {
-        if constexpr (detail::recognised_attention<Source>::value)
-            if (assign_recognised_attention(target, source)) return;
-        if (detail::rows_are_contiguous(target)) return matmul_into(target, source.lhs(), source.rhs(), T{1});
-    } else if constexpr (detail::scaled_matmul<Source>::value) {
-        using recognised = detail::scaled_matmul<Source>;
-        const auto& product = recognised::product(source);
-        if (detail::rows_are_contiguous(target))
-            return matmul_into(target, product.lhs(), product.rhs(), static_cast<T>(recognised::scale(source)));
-    } else if constexpr (detail::biased_matmul<Source>::value) {
-        if (detail::biased_matmul_into(target, source)) return;
-    } else if constexpr (detail::is_attention<Source>) {
-        return assign_attention(target, source);
-    } else if constexpr (detail::is_softmax<Source>) {
-        return detail::softmax_into(target, source);
-    } else if constexpr (detail::is_layer_norm<Source>) {
-        return detail::layer_norm_into(target, source);
-    } else if constexpr (detail::is_reduce<Source>) {
-        return detail::reduce_into(target, source);
-    } else if constexpr (detail::is_triangle<Source>) {
-        return detail::triangle_into(target, source);
-    }
-    if constexpr (std::is_same_v<T, bool> || detail::reads_bool_storage<Source>) {
-        // xtensor 0.24's SIMD strided assignment mishandles bool storage: into fixed-size bool
-        // storage it skips elements (a comparison with a scalar, under AVX), and a stored mask
-        // that broadcasts is read a row off ((B, 1, T, S) over (B, H, T, S)). Whatever writes
-        // or reads a stored mask runs element by element.
-        auto&& out = detail::writable(target);
-        auto&& in = lower(source);
-        std::copy(in.cbegin(), in.cend(), out.begin());
-        return;
-    }
-    if constexpr (Viewable<Source> && std::is_same_v<value_type_of<Source>, T>) {
-        return detail::copy_into(target, source);
-    }
-    xt::noalias(detail::writable(target)) = lower(source);
-}
-
-}  // namespace shaped::kernels
-
-namespace shaped {
-
-// The tensor layer's extension point: Tensor's and View's assignments call assign_expression
-// unqualified, and find this by argument-dependent lookup (tensor/view.hpp).
-template <class Target, class Source>
-void assign_expression(Target& target, const Source& source) {
-    kernels::assign(target, source);
-}
-
-}  // namespace shaped
+}  // namespace shaped::kernels::detail
