@@ -28,7 +28,7 @@ struct footprint {
 };
 
 template <class T, std::size_t R>
-footprint footprint_of(const strided<T, R>& s);
+[[gnu::always_inline]] inline footprint footprint_of(const strided<T, R>& s);
 
 // How an expression's reads overlap the target's elements: not at all, element for element
 // (safe for elementwise work), or otherwise (the source must be evaluated aside first).
@@ -80,9 +80,10 @@ bool must_evaluate_aside(const Target& target, const Source& source) {
 }
 
 // From the element with the lowest address to the one with the highest: a negative stride
-// reaches below data.
+// reaches below data. Always inlined: a static Tensor's extents and strides are then constants,
+// and its footprint is folded at compile time, as it was when each Tensor type had its own.
 template <class T, std::size_t R>
-footprint footprint_of(const strided<T, R>& s) {
+[[gnu::always_inline]] inline footprint footprint_of(const strided<T, R>& s) {
     std::ptrdiff_t low = 0, high = 0;
     for (std::size_t i = 0; i < R; ++i) {
         if (s.extents[i] == 0) return {nullptr, nullptr};
