@@ -14,11 +14,6 @@ namespace shaped::kernels::detail {
 // ---- node kinds --------------------------------------------------------------------------------
 
 template <class T>
-inline constexpr bool is_matmul = false;
-template <class L, class R>
-inline constexpr bool is_matmul<matmul_node<L, R>> = true;
-
-template <class T>
 inline constexpr bool is_attention = false;
 template <class Q, class K, class V>
 inline constexpr bool is_attention<attention_node<Q, K, V>> = true;

@@ -50,8 +50,7 @@ template <class T, class E>
 auto as_strided(const E& e) {
     constexpr std::size_t R = rank_of<E>;
     if constexpr (Viewable<E>) {
-        const auto view = view_of(e);
-        return strided_operand<T, R, std::monostate>{{}, strided<T, R>{{view.extents(), view.strides()}, view.data()}};
+        return strided_operand<T, R, std::monostate>{{}, elements_of(view_of(e))};
     } else {
         // The temporary lives on the heap so that elements stays valid wherever the result is
         // moved: a small Tensor keeps its elements inline and would take them along.
