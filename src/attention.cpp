@@ -75,9 +75,9 @@ T reduce_max(const vec<T>& v) {
 // The keys query i (of the matrix's tq) sees are [0, visible_keys(i)).
 template <class T>
 std::size_t visible_keys(const attention_problem<T>& p, std::size_t i) {
-    if (!p.sees.causal) return p.tk;
+    if (!p.sees.causal) return p.tk();
     const long n = static_cast<long>(i) + p.sees.diagonal + 1;
-    return static_cast<std::size_t>(std::clamp(n, 0L, static_cast<long>(p.tk)));
+    return static_cast<std::size_t>(std::clamp(n, 0L, static_cast<long>(p.tk())));
 }
 
 // One matrix of the batch: its operands' first elements.
@@ -104,7 +104,7 @@ matrices<T> matrices_at(const attention_problem<T>& p, std::size_t b) {
 
 template <class T>
 void fill_nan(const attention_problem<T>& p, T* out_row) {
-    for (std::size_t c = 0; c < p.dv; ++c) out_row[c * p.out_stride.col] = std::numeric_limits<T>::quiet_NaN();
+    for (std::size_t c = 0; c < p.dv(); ++c) out_row[c * p.out_matrix.strides[1]] = std::numeric_limits<T>::quiet_NaN();
 }
 
 // out_row[c] = acc[c] * factor, c < dv.
@@ -112,9 +112,9 @@ template <class T>
 void write_scaled(const attention_problem<T>& p, const T* acc, T factor, T* out_row) {
     constexpr std::size_t N = lanes<T>;
     std::size_t c = 0;
-    if (p.out_stride.col == 1)
-        for (; c + N <= p.dv; c += N) (vec<T>::load_unaligned(acc + c) * vec<T>(factor)).store_unaligned(out_row + c);
-    for (; c < p.dv; ++c) out_row[static_cast<std::ptrdiff_t>(c) * p.out_stride.col] = acc[c] * factor;
+    if (p.out_matrix.strides[1] == 1)
+        for (; c + N <= p.dv(); c += N) (vec<T>::load_unaligned(acc + c) * vec<T>(factor)).store_unaligned(out_row + c);
+    for (; c < p.dv(); ++c) out_row[static_cast<std::ptrdiff_t>(c) * p.out_matrix.strides[1]] = acc[c] * factor;
 }
 
 // ---- rows: a GEMV-shaped pass per query --------------------------------------------------------
@@ -186,34 +186,34 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
     constexpr std::size_t N = lanes<T>;
     const matrices<T> m = matrices_at(p, b);
     scratch<T>& s = thread_scratch<T>();
-    T* query = sized(s.queries, p.d);
-    T* scores = sized(s.scores, round_up(p.tk, N));
-    T* acc = sized(s.out, p.dv);
-    const bool unit_values = p.v_stride.col == 1;
+    T* query = sized(s.queries, p.d());
+    T* scores = sized(s.scores, round_up(p.tk(), N));
+    T* acc = sized(s.out, p.dv());
+    const bool unit_values = p.v_matrix.strides[1] == 1;
     for (std::size_t i = first; i < last; ++i) {
-        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_stride.row;
+        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_matrix.strides[0];
         const std::size_t n = visible_keys(p, i);
         if (n == 0) {
             fill_nan(p, out_row);
             continue;
         }
-        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_stride.row;
-        for (std::size_t c = 0; c < p.d; ++c) query[c] = p.scale * q_row[c * p.q_stride.col];
+        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_matrix.strides[0];
+        for (std::size_t c = 0; c < p.d(); ++c) query[c] = p.scale * q_row[c * p.q_matrix.strides[1]];
 
         // 1. Scores: a dot product per key when each key's elements are adjacent, otherwise one
         //    pass per query element over keys that are adjacent, or element by element.
-        if (p.k_stride.col == 1) {
-            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, m.k + static_cast<std::ptrdiff_t>(j) * p.k_stride.row, p.d);
-        } else if (p.k_stride.row == 1) {
+        if (p.k_matrix.strides[1] == 1) {
+            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, m.k + static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0], p.d());
+        } else if (p.k_matrix.strides[0] == 1) {
             std::fill(scores, scores + n, T{0});
-            for (std::size_t c = 0; c < p.d; ++c)
-                axpy(query[c], m.k + static_cast<std::ptrdiff_t>(c) * p.k_stride.col, scores, n);
+            for (std::size_t c = 0; c < p.d(); ++c)
+                axpy(query[c], m.k + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1], scores, n);
         } else {
             for (std::size_t j = 0; j < n; ++j) {
                 T sum = 0;
-                for (std::size_t c = 0; c < p.d; ++c)
-                    sum += query[c] * m.k[static_cast<std::ptrdiff_t>(j) * p.k_stride.row +
-                                          static_cast<std::ptrdiff_t>(c) * p.k_stride.col];
+                for (std::size_t c = 0; c < p.d(); ++c)
+                    sum += query[c] * m.k[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0] +
+                                          static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1]];
                 scores[j] = sum;
             }
         }
@@ -232,12 +232,12 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
 
         // 3. The weighted sum of the values, normalised once at the end.
         if (unit_values) {
-            weighted_rows(scores, n, m.v, p.v_stride.row, p.dv, acc);
+            weighted_rows(scores, n, m.v, p.v_matrix.strides[0], p.dv(), acc);
         } else {
-            std::fill(acc, acc + p.dv, T{0});
+            std::fill(acc, acc + p.dv(), T{0});
             for (std::size_t key = 0; key < n; ++key) {
-                const T* v_row = m.v + static_cast<std::ptrdiff_t>(key) * p.v_stride.row;
-                for (std::size_t c = 0; c < p.dv; ++c) acc[c] += scores[key] * v_row[c * p.v_stride.col];
+                const T* v_row = m.v + static_cast<std::ptrdiff_t>(key) * p.v_matrix.strides[0];
+                for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += scores[key] * v_row[c * p.v_matrix.strides[1]];
             }
         }
         write_scaled(p, acc, T{1} / sum, out_row);
@@ -254,50 +254,50 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
     constexpr std::size_t N = lanes<T>;
     const matrices<T> m = matrices_at(p, b);
     scratch<T>& s = thread_scratch<T>();
-    T* keys_t = sized(s.keys_t, p.d * N);
-    std::fill(keys_t, keys_t + p.d * N, T{0});
-    for (std::size_t j = 0; j < p.tk; ++j) {
-        const T* k_row = m.k + static_cast<std::ptrdiff_t>(j) * p.k_stride.row;
-        for (std::size_t c = 0; c < p.d; ++c) keys_t[c * N + j] = k_row[static_cast<std::ptrdiff_t>(c) * p.k_stride.col];
+    T* keys_t = sized(s.keys_t, p.d() * N);
+    std::fill(keys_t, keys_t + p.d() * N, T{0});
+    for (std::size_t j = 0; j < p.tk(); ++j) {
+        const T* k_row = m.k + static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0];
+        for (std::size_t c = 0; c < p.d(); ++c) keys_t[c * N + j] = k_row[static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1]];
     }
     alignas(64) T lane_index[N];
     for (std::size_t j = 0; j < N; ++j) lane_index[j] = static_cast<T>(j);
     const vec<T> lane = vec<T>::load_aligned(lane_index);
-    T* acc = sized(s.out, p.dv);
+    T* acc = sized(s.out, p.dv());
     alignas(64) T weights[N];
     for (std::size_t i = first; i < last; ++i) {
-        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_stride.row;
+        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_matrix.strides[0];
         const std::size_t n = visible_keys(p, i);
         if (n == 0) {
             fill_nan(p, out_row);
             continue;
         }
-        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_stride.row;
+        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_matrix.strides[0];
         // Four partial sums, so that the multiply-adds do not wait on one another.
         const auto term = [&](std::size_t c, const vec<T>& sum) {
-            return xsimd::fma(vec<T>(p.scale * q_row[static_cast<std::ptrdiff_t>(c) * p.q_stride.col]),
+            return xsimd::fma(vec<T>(p.scale * q_row[static_cast<std::ptrdiff_t>(c) * p.q_matrix.strides[1]]),
                               vec<T>::load_aligned(keys_t + c * N), sum);
         };
         vec<T> part0(T{0}), part1(T{0}), part2(T{0}), part3(T{0});
         std::size_t c = 0;
-        for (; c + 4 <= p.d; c += 4) {
+        for (; c + 4 <= p.d(); c += 4) {
             part0 = term(c, part0);
             part1 = term(c + 1, part1);
             part2 = term(c + 2, part2);
             part3 = term(c + 3, part3);
         }
-        for (; c < p.d; ++c) part0 = term(c, part0);
+        for (; c < p.d(); ++c) part0 = term(c, part0);
         const vec<T> scores = xsimd::select(lane < vec<T>(static_cast<T>(n)), (part0 + part1) + (part2 + part3),
                                             vec<T>(-std::numeric_limits<T>::infinity()));
         const vec<T> e = xsimd::exp(scores - vec<T>(reduce_max(scores)));
         e.store_aligned(weights);
         const T inv = T{1} / xsimd::hadd(e);
-        std::fill(acc, acc + p.dv, T{0});
+        std::fill(acc, acc + p.dv(), T{0});
         for (std::size_t j = 0; j < n; ++j) {
-            const T* v_row = m.v + static_cast<std::ptrdiff_t>(j) * p.v_stride.row;
-            if (p.v_stride.col == 1) axpy(weights[j], v_row, acc, p.dv);
+            const T* v_row = m.v + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
+            if (p.v_matrix.strides[1] == 1) axpy(weights[j], v_row, acc, p.dv());
             else
-                for (std::size_t c = 0; c < p.dv; ++c) acc[c] += weights[j] * v_row[static_cast<std::ptrdiff_t>(c) * p.v_stride.col];
+                for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += weights[j] * v_row[static_cast<std::ptrdiff_t>(c) * p.v_matrix.strides[1]];
         }
         write_scaled(p, acc, inv, out_row);
     }
@@ -393,28 +393,28 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
     //    is zero: a padded key is masked, and its zero value adds nothing.
     const std::size_t keys = visible_keys(p, last - 1);
     const std::size_t keys_ld = round_up(std::max<std::size_t>(keys, 1), key_block);
-    const std::size_t values_ld = round_up(p.dv, N);
-    T* keys_t = sized(s.keys_t, p.d * keys_ld);
+    const std::size_t values_ld = round_up(p.dv(), N);
+    T* keys_t = sized(s.keys_t, p.d() * keys_ld);
     T* values = sized(s.values, keys_ld * values_ld);
-    for (std::size_t c = 0; c < p.d; ++c) {
+    for (std::size_t c = 0; c < p.d(); ++c) {
         T* dst = keys_t + c * keys_ld;
-        const T* src = m.k + static_cast<std::ptrdiff_t>(c) * p.k_stride.col;
-        for (std::size_t j = 0; j < keys; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * p.k_stride.row];
+        const T* src = m.k + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1];
+        for (std::size_t j = 0; j < keys; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0]];
         std::fill(dst + keys, dst + keys_ld, T{0});
     }
     for (std::size_t j = 0; j < keys_ld; ++j) {
         T* dst = values + j * values_ld;
         if (j < keys) {
-            const T* src = m.v + static_cast<std::ptrdiff_t>(j) * p.v_stride.row;
-            for (std::size_t c = 0; c < p.dv; ++c) dst[c] = src[static_cast<std::ptrdiff_t>(c) * p.v_stride.col];
-            std::fill(dst + p.dv, dst + values_ld, T{0});
+            const T* src = m.v + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
+            for (std::size_t c = 0; c < p.dv(); ++c) dst[c] = src[static_cast<std::ptrdiff_t>(c) * p.v_matrix.strides[1]];
+            std::fill(dst + p.dv(), dst + values_ld, T{0});
         } else {
             std::fill(dst, dst + values_ld, T{0});
         }
     }
 
     constexpr std::size_t padding = row_padding<T>;
-    T* queries = sized(s.queries, query_block * p.d);
+    T* queries = sized(s.queries, query_block * p.d());
     T* scores = sized(s.scores, query_block * key_block);
     T* out = sized(s.out, query_block * values_ld);
     const online_softmax<T> softmax{sized(s.row_max, query_block), sized(s.row_sum, query_block),
@@ -426,12 +426,12 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
 
         // 2. The block's queries, scaled, and its empty running state.
         for (std::size_t r = 0; r < padded_rows; ++r) {
-            T* dst = queries + r * p.d;
+            T* dst = queries + r * p.d();
             if (r < rows) {
-                const T* src = m.q + static_cast<std::ptrdiff_t>(i0 + r) * p.q_stride.row;
-                for (std::size_t c = 0; c < p.d; ++c) dst[c] = p.scale * src[static_cast<std::ptrdiff_t>(c) * p.q_stride.col];
+                const T* src = m.q + static_cast<std::ptrdiff_t>(i0 + r) * p.q_matrix.strides[0];
+                for (std::size_t c = 0; c < p.d(); ++c) dst[c] = p.scale * src[static_cast<std::ptrdiff_t>(c) * p.q_matrix.strides[1]];
             } else {
-                std::fill(dst, dst + p.d, T{0});
+                std::fill(dst, dst + p.d(), T{0});
             }
             softmax.max[r] = minus_infinity;
             softmax.sum[r] = T{0};
@@ -446,7 +446,7 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
         for (std::size_t j0 = 0; j0 < seen_by_any; j0 += key_block) {
             for (std::size_t r = 0; r < padded_rows; r += score_rows<T>)
                 for (std::size_t j = 0; j < key_block; j += score_vectors * N)
-                    score_tile<T, score_rows<T>, score_vectors>(queries + r * p.d, p.d, keys_t + j0 + j, keys_ld,
+                    score_tile<T, score_rows<T>, score_vectors>(queries + r * p.d(), p.d(), keys_t + j0 + j, keys_ld,
                                                                 scores + r * key_block + j);
             if (j0 + key_block > seen_by_all) {
                 for (std::size_t r = 0; r < padded_rows; ++r) {
@@ -475,7 +475,7 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
         // 4. Normalise by each query's sum. A query that sees no key has no distribution: its
         //    sum is 0 and its output NaN, as the unfused softmax gives.
         for (std::size_t r = 0; r < rows; ++r) {
-            T* out_row = m.out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_stride.row;
+            T* out_row = m.out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_matrix.strides[0];
             if (softmax.sum[r] == T{0}) {
                 fill_nan(p, out_row);
                 continue;
@@ -489,28 +489,28 @@ template <class T>
 void attention_impl(const attention_problem<T>& p) {
     std::size_t batches = 1;
     for (std::size_t i = 0; i < p.batch_rank; ++i) batches *= p.batch_extents[i];
-    if (batches == 0 || p.tq == 0 || p.dv == 0) return;
+    if (batches == 0 || p.tq() == 0 || p.dv() == 0) return;
 
     // Work per matrix, in multiply-adds, counting only the keys the queries see.
-    const double seen = p.sees.causal ? std::min<double>(static_cast<double>(p.tk), static_cast<double>(p.tq) / 2 +
+    const double seen = p.sees.causal ? std::min<double>(static_cast<double>(p.tk()), static_cast<double>(p.tq()) / 2 +
                                                                                         static_cast<double>(p.sees.diagonal))
-                                      : static_cast<double>(p.tk);
-    const double work = static_cast<double>(batches) * static_cast<double>(p.tq) * std::max(seen, 1.0) *
-                        static_cast<double>(p.d + p.dv);
+                                      : static_cast<double>(p.tk());
+    const double work = static_cast<double>(batches) * static_cast<double>(p.tq()) * std::max(seen, 1.0) *
+                        static_cast<double>(p.d() + p.dv());
     const std::size_t threads = work < parallel_work ? 1 : thread_count();
 
     // Tasks: each matrix whole, or cut into chunks of query blocks when there are fewer matrices
     // than threads can share evenly. Later chunks see more keys, so they are handed out first.
-    const bool by_rows = p.tq <= few_queries || p.tk <= lanes<T>;
+    const bool by_rows = p.tq() <= few_queries || p.tk() <= lanes<T>;
     const std::size_t unit = by_rows ? 1 : query_block;
-    const std::size_t units = (p.tq + unit - 1) / unit;
+    const std::size_t units = (p.tq() + unit - 1) / unit;
     const std::size_t chunks = threads == 1 ? 1 : std::min(units, (4 * threads + batches - 1) / batches);
     const std::size_t per_chunk = (units + chunks - 1) / chunks * unit;
     auto task = [&](std::size_t t) {
         const std::size_t chunk = chunks - 1 - t / batches, b = t % batches;
-        const std::size_t first = chunk * per_chunk, last = std::min(p.tq, first + per_chunk);
+        const std::size_t first = chunk * per_chunk, last = std::min(p.tq(), first + per_chunk);
         if (first >= last) return;
-        if (p.tk <= lanes<T>) attend_one_vector(p, b, first, last);
+        if (p.tk() <= lanes<T>) attend_one_vector(p, b, first, last);
         else if (by_rows) attend_rows(p, b, first, last);
         else attend_blocks(p, b, first, last);
     };

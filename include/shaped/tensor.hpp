@@ -3,6 +3,7 @@
 // The checks first, so that a failed one is reported under the shortest chain of includes.
 #include <shaped/tensor/diagnostics.hpp>
 #include <shaped/tensor/factories.hpp>
+#include <shaped/tensor/layout.hpp>
 #include <shaped/tensor/print.hpp>
 #include <shaped/tensor/random.hpp>
 #include <shaped/tensor/reshape.hpp>

@@ -34,20 +34,19 @@ struct visibility {
     long diagonal;
 };
 
-// One attention problem over strided memory. Each operand is a batch of matrices: q is
-// tq x d, k is tk x d, v is tk x dv, out is tq x dv, each element (r, c) at r * row + c * col.
+// One attention problem over strided memory. Each operand is a batch of matrices, laid out as
+// its matrix layout says: q is tq x d, k is tk x d, v is tk x dv, out is tq x dv.
 template <class T>
 struct attention_problem {
-    struct matrix {
-        std::ptrdiff_t row;
-        std::ptrdiff_t col;
-    };
     const T* q;
     const T* k;
     const T* v;
     T* out;
-    matrix q_stride, k_stride, v_stride, out_stride;
-    std::size_t tq, tk, d, dv;
+    strided_layout<2> q_matrix, k_matrix, v_matrix, out_matrix;
+    std::size_t tq() const { return q_matrix.extents[0]; }
+    std::size_t d() const { return q_matrix.extents[1]; }
+    std::size_t tk() const { return v_matrix.extents[0]; }
+    std::size_t dv() const { return v_matrix.extents[1]; }
     T scale;
     visibility sees;
     // The batch dims in front of the matrices, and each operand's strides along them (0 where
@@ -133,15 +132,15 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
     p.k = k.data;
     p.v = v.data;
     p.out = target.data();
-    p.q_stride = {q.strides[qr - 2], q.strides[qr - 1]};
-    p.k_stride = keys_transposed ? typename attention_problem<T>::matrix{k.strides[kr - 1], k.strides[kr - 2]}
-                                 : typename attention_problem<T>::matrix{k.strides[kr - 2], k.strides[kr - 1]};
-    p.v_stride = {v.strides[vr - 2], v.strides[vr - 1]};
-    p.out_stride = {out_strides[cr - 2], out_strides[cr - 1]};
-    p.tq = q.extents[qr - 2];
-    p.d = q.extents[qr - 1];
-    p.tk = v.extents[vr - 2];
-    p.dv = v.extents[vr - 1];
+    // The last two dims of each operand; k's the other way round where it is held transposed.
+    const auto matrix = [](const auto& layout, std::size_t rows, std::size_t cols) {
+        return strided_layout<2>{{layout.extents[rows], layout.extents[cols]},
+                                 {layout.strides[rows], layout.strides[cols]}};
+    };
+    p.q_matrix = matrix(q, qr - 2, qr - 1);
+    p.k_matrix = keys_transposed ? matrix(k, kr - 1, kr - 2) : matrix(k, kr - 2, kr - 1);
+    p.v_matrix = matrix(v, vr - 2, vr - 1);
+    p.out_matrix = matrix(strided_layout<cr>{out_extents, out_strides}, cr - 2, cr - 1);
     p.scale = scale;
     p.sees = sees;
     p.batch_rank = batch;

@@ -1,12 +1,12 @@
 #pragma once
-// Stored elements as the kernels read them. A strided layout (extents and strides, kept apart
-// from storage as mdspan keeps them) says where each element lies; strided elements are a
-// layout and the pointer it is read from; a batch iterator steps a multi-index over leading
-// dims, for the loops over a batch of matrices or of rows.
+// Stored elements as the kernels read them: strided elements are a layout (tensor/layout.hpp)
+// and the pointer it is read from; a batch iterator steps a multi-index over leading dims, for
+// the loops over a batch of matrices or of rows.
 //
 //   const auto q = as_strided<T>(q_expr).elements;               // in place, or a temporary's
 //   for (batch_iterator<batch> at(q.extents); at; ++at) run(q.data + at.offset(q.strides));
 
+#include <shaped/tensor/layout.hpp>
 #include <shaped/tensor/tensor.hpp>
 #include <shaped/tensor/view_of.hpp>
 
@@ -16,13 +16,6 @@
 #include <variant>
 
 namespace shaped::kernels {
-
-// Element (i_0, ..., i_R-1) lies sum over d of i_d * strides[d] elements from the first.
-template <std::size_t R>
-struct strided_layout {
-    std::array<std::size_t, R> extents;
-    std::array<std::ptrdiff_t, R> strides;
-};
 
 // Read-only elements of T, laid out from data.
 template <class T, std::size_t R>

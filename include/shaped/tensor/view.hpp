@@ -5,6 +5,7 @@
 
 #include <shaped/expr.hpp>
 #include <shaped/tensor/diagnostics.hpp>
+#include <shaped/tensor/layout.hpp>
 
 #include <array>
 #include <cstddef>
@@ -63,8 +64,7 @@ public:
     using extents_type = std::array<std::size_t, rank>;
     using strides_type = std::array<std::ptrdiff_t, rank>;
 
-    View(T* data, const extents_type& extents, const strides_type& strides)
-        : data_(data), extents_(extents), strides_(strides) {
+    View(T* data, const extents_type& extents, const strides_type& strides) : data_(data), layout_{extents, strides} {
         detail::check_extents_fit("View", dims_type{}, extents);
         detail::checked_element_count("View", dims_type{}, extents, sizeof(T));
     }
@@ -73,7 +73,7 @@ public:
     operator View<const value_type, Ds...>() const
         requires(!std::is_const_v<T>)
     {
-        return {data_, extents_, strides_};
+        return {data_, layout_.extents, layout_.strides};
     }
 
     // Writes an expression's values through the view (only into a writable view).
@@ -81,7 +81,7 @@ public:
     template <Expression E>
         requires(!std::is_const_v<T> && detail::assignable<dims_type, dims_of<E>>)
     const View& operator=(const E& source) const {
-        detail::check_extents_equal("assign", dims_type{}, extents_, source.extents());
+        detail::check_extents_equal("assign", dims_type{}, layout_.extents, source.extents());
         // Evaluating is the kernels layer's work: this unqualified call finds, by argument-
         // dependent lookup where it is instantiated, the shaped::assign_expression(target,
         // source) that kernels/evaluate.hpp defines. This layer declares nothing of kernels.
@@ -101,26 +101,26 @@ public:
         return operator= <View>(source);
     }
 
-    const extents_type& extents() const { return extents_; }
-    const strides_type& strides() const { return strides_; }
-    shape_type shape() const { return shape_type(extents_); }
+    const extents_type& extents() const { return layout_.extents; }
+    const strides_type& strides() const { return layout_.strides; }
+    shape_type shape() const { return shape_type(layout_.extents); }
     T* data() const { return data_; }
     std::size_t size() const { return shape().numel(); }
 
     bool is_contiguous() const {
         std::ptrdiff_t stride = 1;
         for (std::size_t i = rank; i-- > 0;) {
-            if (extents_[i] != 1 && strides_[i] != stride) return false;
-            stride *= static_cast<std::ptrdiff_t>(extents_[i]);
+            if (layout_.extents[i] != 1 && layout_.strides[i] != stride) return false;
+            stride *= static_cast<std::ptrdiff_t>(layout_.extents[i]);
         }
         return true;
     }
 
     template <std::integral... I>
     T& operator()(I... index) const {
-        static_assert(sizeof...(I) == rank, "shaped::View: an element access takes one index per dim");
+        static_assert(sizeof...(I) == rank, "shaped::View: " SHAPED_RULE_INDEX_COUNT);
         const std::array<long long, rank> idx{static_cast<long long>(index)...};
-        return data_[detail::checked_offset(idx, extents_, strides_, dims_type{})];
+        return data_[detail::checked_offset(idx, layout_.extents, layout_.strides, dims_type{})];
     }
 
     auto mT() const { return shaped::mT(*this); }
@@ -135,11 +135,10 @@ private:
     friend struct detail::stored_layout;
     struct unchecked {};
     View(unchecked, T* data, const extents_type& extents, const strides_type& strides)
-        : data_(data), extents_(extents), strides_(strides) {}
+        : data_(data), layout_{extents, strides} {}
 
     T* data_;
-    extents_type extents_;
-    strides_type strides_;
+    strided_layout<rank> layout_;
 };
 
 
