@@ -3,6 +3,8 @@ find_package(xtl REQUIRED)
 find_package(xsimd REQUIRED)
 find_package(xtensor REQUIRED)
 find_package(OpenBLAS CONFIG REQUIRED)
+# Boost.Hana's struct reflection, for modules (nn/module.hpp): headers only.
+find_package(Boost 1.74 CONFIG REQUIRED)
 # Parses safetensors headers; private to the compiled library (src/safetensors.cpp).
 find_package(nlohmann_json 3.10 REQUIRED)
 

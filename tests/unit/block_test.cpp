@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
@@ -38,6 +39,10 @@ std::vector<double> naive_layer_norm(const std::vector<double>& x, std::size_t n
 }
 
 double naive_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+// GPT-2's gelu_new, as Hugging Face writes it.
+double naive_gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * std::pow(x, 3.0))));
+}
 
 }  // namespace
 
@@ -127,6 +132,23 @@ TEMPLATE_TEST_CASE("gelu is x * Phi(x), the erf form", "[block][gelu]", float, d
     ref::require_close(ref::values(shaped::gelu(x)), want, tol);
     x = shaped::gelu(x);  // in place
     ref::require_close(ref::values(x), want, tol);
+}
+
+TEMPLATE_TEST_CASE("gelu_tanh is GPT-2's gelu_new, the tanh approximation", "[block][gelu]", float, double) {
+    using V = TestType;
+    using N = shaped::dim<"N">;
+    const auto n = static_cast<std::size_t>(GENERATE(1, 7, 64, 1001));
+    shaped::Tensor<V, N> x(N{n});
+    ref::fill(x, 10);
+    x = x * V(3);
+    std::vector<double> want;
+    for (double v : ref::values(x)) want.push_back(naive_gelu_tanh(v));
+    const double tol = std::is_same_v<V, float> ? 1e-6 : 1e-13;
+    ref::require_close(ref::values(shaped::gelu_tanh(x)), want, tol);
+    // Not the erf form: the two differ by up to ~1e-3 over [-6, 6).
+    double most = 0;
+    for (double v : ref::values(x)) most = std::max(most, std::abs(naive_gelu_tanh(v) - naive_gelu(v)));
+    CHECK(most > 1e-4);
 }
 
 // ---- MLP and Block ---------------------------------------------------------------------------
@@ -347,7 +369,7 @@ TEST_CASE("a stack of two blocks decodes token by token as it runs in full", "[b
 TEST_CASE("LayerNorm, MLP and Block name their parameters as nanoGPT's state_dict does", "[block][io]") {
     const auto names = [](auto& layer) {
         std::vector<std::string> out;
-        layer.for_each_parameter([&](std::string_view name, auto&) { out.emplace_back(name); });
+        shaped::nn::for_each_parameter(layer, [&](std::string_view name, auto&) { out.emplace_back(name); });
         return out;
     };
     shaped::nn::LayerNorm<C> ln;

@@ -32,7 +32,7 @@ std::string after_place(const std::string& message, const std::string& place) {
 template <class Layer>
 std::vector<std::vector<float>> parameter_values(const Layer& layer) {
     std::vector<std::vector<float>> values;
-    layer.for_each_parameter([&](std::string_view, const auto& p) { values.emplace_back(p.data(), p.data() + p.size()); });
+    shaped::nn::for_each_parameter(layer, [&](std::string_view, const auto& p) { values.emplace_back(p.data(), p.data() + p.size()); });
     return values;
 }
 

@@ -394,15 +394,15 @@ using Attention = shaped::nn::MultiHeadAttention<C12, NH, HS>;
 template <class Layer>
 std::vector<std::string> parameter_names(Layer& layer) {
     std::vector<std::string> names;
-    layer.for_each_parameter([&](std::string_view name, auto&) { names.emplace_back(name); });
+    shaped::nn::for_each_parameter(layer, [&](std::string_view name, auto&) { names.emplace_back(name); });
     return names;
 }
 
 template <class Layer>
 void require_same_parameters(const Layer& a, const Layer& b) {
     std::vector<std::vector<float>> values_a, values_b;
-    a.for_each_parameter([&](std::string_view, const auto& p) { values_a.emplace_back(p.data(), p.data() + p.size()); });
-    b.for_each_parameter([&](std::string_view, const auto& p) { values_b.emplace_back(p.data(), p.data() + p.size()); });
+    shaped::nn::for_each_parameter(a, [&](std::string_view, const auto& p) { values_a.emplace_back(p.data(), p.data() + p.size()); });
+    shaped::nn::for_each_parameter(b, [&](std::string_view, const auto& p) { values_b.emplace_back(p.data(), p.data() + p.size()); });
     REQUIRE(values_a == values_b);
 }
 
@@ -453,7 +453,7 @@ TEST_CASE("load_parameters takes a layer's tensors from a whole model's file by 
     {
         std::vector<io::safetensors_view> views;
         const auto collect = [&](const Attention& layer, std::string prefix) {
-            layer.for_each_parameter([&](std::string_view name, const auto& p) {
+            shaped::nn::for_each_parameter(layer, [&](std::string_view name, const auto& p) {
                 const auto e = p.extents();
                 views.push_back({prefix + std::string(name), "F32", std::vector<std::size_t>(e.begin(), e.end()),
                                  std::as_bytes(std::span<const float>(p.data(), p.size()))});
@@ -486,7 +486,7 @@ TEST_CASE("load_parameters leaves the layer unchanged when any parameter fails",
     // loader that assigned as it went would have changed c_attn before failing.
     const auto write_with_bad_last = [&](const fs::path& path, auto&& bad_entry) {
         std::vector<io::safetensors_view> views;
-        source.for_each_parameter([&](std::string_view name, const auto& p) {
+        shaped::nn::for_each_parameter(source, [&](std::string_view name, const auto& p) {
             if (name == "c_proj.bias") return;
             const auto e = p.extents();
             views.push_back({std::string(name), "F32", std::vector<std::size_t>(e.begin(), e.end()),

@@ -39,6 +39,7 @@ struct sigmoid {};
 struct relu {};
 struct square {};
 struct gelu {};  // x * Phi(x), Phi the standard normal CDF: torch.nn.GELU()'s exact (erf) form
+struct gelu_tanh {};  // GELU's tanh approximation: GPT-2's gelu_new, torch.nn.GELU(approximate='tanh')
 struct where {};        // where(condition, if_true, if_false)
 struct masked_fill {};  // masked_fill(tensor, mask, value): value where mask holds
 template <class To>
@@ -266,6 +267,7 @@ SHAPED_UNARY_FUNCTION(sigmoid, sigmoid)
 SHAPED_UNARY_FUNCTION(relu, relu)
 SHAPED_UNARY_FUNCTION(square, square)
 SHAPED_UNARY_FUNCTION(gelu, gelu)
+SHAPED_UNARY_FUNCTION(gelu_tanh, gelu_tanh)
 #undef SHAPED_UNARY_FUNCTION
 
 template <class To, Expression E>

@@ -12,6 +12,7 @@
 //   shaped::io::safetensors_file::load: model.safetensors: tensor "c_attn.weight": the file's
 //   shape (48, 144) does not fit the declared shape (C3=144, C=48): it is the declared shape transposed
 
+#include <shaped/nn/module.hpp>
 #include <shaped/tensor/tensor.hpp>
 
 #include <array>
@@ -74,15 +75,10 @@ struct stored_tensor {
 template <class T, Dim... Ds, class ReadBytes>
 Tensor<T, Ds...> typed_tensor(const stored_tensor& stored, ReadBytes&& read_bytes);
 
-// ---- a layer's parameters ------------------------------------------------------------------
+// ---- a module's parameters -----------------------------------------------------------------
 //
-// An nn layer names its parameters as PyTorch's state_dict does, through
-// `layer.for_each_parameter(f)`, which calls f(name, tensor) for each.
-
-template <class Layer>
-concept HasParameters = requires(Layer& layer) {
-    layer.for_each_parameter([](std::string_view, auto&) {});
-};
+// A layer or model (an nn module, nn/module.hpp) names its parameters as PyTorch's state_dict
+// does; nn::for_each_parameter visits them.
 
 // Where load_parameters takes tensors from: anything with `source.load<T, Ds...>(name)` (a
 // safetensors_file, an npy_directory).
@@ -96,7 +92,7 @@ concept TensorSource = requires(const Source& source, std::string_view name) {
 // a missing one is the source's error. Strong guarantee: every parameter is read and checked
 // first, and the layer is assigned only when all of them succeeded, so a source that does not
 // fit leaves the layer as it was.
-template <HasParameters Layer, TensorSource Source>
+template <class Layer, TensorSource Source>
 void load_parameters(Layer& layer, const Source& source, std::string_view prefix = "");
 
 // A tensor's bytes as a format writes them, read in place (they must outlive the write).
@@ -111,7 +107,7 @@ template <class T, Dim... Ds>
 tensor_bytes bytes_of(std::string name, const Tensor<T, Ds...>& tensor);
 
 // Every parameter of `layer`, named prefix + its name, for a format to write.
-template <HasParameters Layer>
+template <class Layer>
 std::vector<tensor_bytes> parameter_bytes(const Layer& layer, std::string_view prefix = "");
 
 // ---- implementation ------------------------------------------------------------------------
@@ -160,10 +156,10 @@ Tensor<T, Ds...> typed_tensor(const stored_tensor& stored, ReadBytes&& read_byte
     return tensor;
 }
 
-template <HasParameters Layer, TensorSource Source>
+template <class Layer, TensorSource Source>
 void load_parameters(Layer& layer, const Source& source, std::string_view prefix) {
     std::vector<std::function<void()>> assign_all;
-    layer.for_each_parameter([&](std::string_view name, auto& parameter) {
+    nn::for_each_parameter(layer, [&](std::string_view name, auto& parameter) {
         using P = std::remove_cvref_t<decltype(parameter)>;
         auto value = std::make_shared<P>(detail::tensor_loader<P>::load(source, std::string(prefix) + std::string(name)));
         assign_all.push_back([&parameter, value] { parameter = std::move(*value); });
@@ -180,10 +176,10 @@ tensor_bytes bytes_of(std::string name, const Tensor<T, Ds...>& tensor) {
             std::as_bytes(std::span<const T>(tensor.data(), tensor.size()))};
 }
 
-template <HasParameters Layer>
+template <class Layer>
 std::vector<tensor_bytes> parameter_bytes(const Layer& layer, std::string_view prefix) {
     std::vector<tensor_bytes> all;
-    layer.for_each_parameter([&](std::string_view name, const auto& parameter) {
+    nn::for_each_parameter(layer, [&](std::string_view name, const auto& parameter) {
         all.push_back(bytes_of(std::string(prefix) + std::string(name), parameter));
     });
     return all;

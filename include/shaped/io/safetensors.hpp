@@ -131,14 +131,14 @@ private:
 // io/core.hpp's load_parameters takes a safetensors_file as its source; these take a path.
 
 // load_parameters from the safetensors file at `path`.
-template <HasParameters Layer>
+template <class Layer>
 void load_parameters(Layer& layer, const std::filesystem::path& path, std::string_view prefix = "") {
     load_parameters(layer, safetensors_file(path), prefix);
 }
 
 // Writes every parameter of `layer` under prefix + its name, as one safetensors file (the
 // parameters' bytes are written straight from the layer, not copied).
-template <HasParameters Layer>
+template <class Layer>
 void save_parameters(const std::filesystem::path& path, const Layer& layer,
                      const safetensors_metadata& metadata = {}, std::string_view prefix = "") {
     std::vector<safetensors_view> views;

@@ -189,6 +189,28 @@ struct apply<op::gelu> {
     }
 };
 
+// GELU's tanh approximation, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as gelu_fun.
+struct gelu_tanh_fun {
+    template <class A>
+    A operator()(const A& a) const {
+        using std::tanh;
+        return A(0.5) * a * (A(1) + tanh(A(0.79788456080286535588) * (a + A(0.044715) * a * a * a)));
+    }
+    template <class Batch>
+    Batch simd_apply(const Batch& b) const {
+        using A = typename Batch::value_type;
+        return A(0.5) * b * (A(1) + xsimd::tanh(A(0.79788456080286535588) * (b + A(0.044715) * b * b * b)));
+    }
+};
+
+template <>
+struct apply<op::gelu_tanh> {
+    template <class A>
+    static auto on(A&& a) {
+        return xt::detail::make_xfunction<gelu_tanh_fun>(std::forward<A>(a));
+    }
+};
+
 template <>
 struct apply<op::masked_fill> {
     template <class E, class M, class V>

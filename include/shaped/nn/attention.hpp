@@ -105,16 +105,12 @@ public:
         requires any_failed<Args...>
     failed operator()(Args&&...) const;
 
-    // Calls f(name, parameter) for each parameter, named as the chapter's Head module's
-    // state_dict names them: "key.weight", "query.weight", "value.weight".
-    template <class F>
-    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
-    template <class F>
-    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
-
-    Linear<C, H, false, T> key;
-    Linear<C, H, false, T> query;
-    Linear<C, H, false, T> value;
+    // The projections, named as the chapter's Head names them: "key.weight", "query.weight",
+    // "value.weight".
+    BOOST_HANA_DEFINE_STRUCT(Head,
+        (Linear<C, H, false, T>, key),
+        (Linear<C, H, false, T>, query),
+        (Linear<C, H, false, T>, value));
 
     // The parts causal_self_attention runs: three projections of their own, one head, no output
     // projection. The result is the head's output (B, T, H).
@@ -132,14 +128,6 @@ public:
     static auto heads_of(M& merged) { return view_of(merged); }
     template <class M>
     M project_out(M merged) const { return merged; }
-
-private:
-    template <class Self, class F>
-    static void visit_parameters(Self& self, F& f) {
-        self.key.for_each_parameter(detail::prefixed("key.", f));
-        self.query.for_each_parameter(detail::prefixed("query.", f));
-        self.value.for_each_parameter(detail::prefixed("value.", f));
-    }
 };
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
@@ -195,16 +183,11 @@ public:
         requires any_failed<Args...>
     failed operator()(Args&&...) const;
 
-    // Calls f(name, parameter) for each parameter, named as nanoGPT's CausalSelfAttention's
-    // state_dict names them: "c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"
-    // (the biases only with Bias).
-    template <class F>
-    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
-    template <class F>
-    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
-
-    Linear<C, fused_dim, Bias, T> c_attn;
-    Linear<C, C, Bias, T> c_proj;
+    // The projections, named as nanoGPT's CausalSelfAttention names them: "c_attn.weight",
+    // "c_attn.bias", "c_proj.weight", "c_proj.bias" (the biases only with Bias).
+    BOOST_HANA_DEFINE_STRUCT(MultiHeadAttention,
+        (Linear<C, fused_dim, Bias, T>, c_attn),
+        (Linear<C, C, Bias, T>, c_proj));
 
     // The parts causal_self_attention runs. The queries, keys and values of every head,
     // (B, NH, T, HS) each, are views of c_attn's output (B, T, 3C): the channel dim split into
@@ -225,13 +208,6 @@ public:
     static auto heads_of(M& merged) { return view_of(transpose<1, 2>(split<C, NH, HS>(merged))); }
     template <class M>
     auto project_out(const M& merged) const { return M(c_proj(merged)); }
-
-private:
-    template <class Self, class F>
-    static void visit_parameters(Self& self, F& f) {
-        self.c_attn.for_each_parameter(detail::prefixed("c_attn.", f));
-        self.c_proj.for_each_parameter(detail::prefixed("c_proj.", f));
-    }
 };
 
 // ---- implementation ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 #pragma once
-// nn::Block<C, NH, HS, Bias, T>: nanoGPT's Block, one decoder layer of a GPT, pre-LN:
+// nn::Block<C, NH, HS, Bias, T, Activation>: nanoGPT's Block, one decoder layer of a GPT, pre-LN:
 //
 //   x = x + attn(ln_1(x))     communication: attention is the only layer that mixes positions
 //   x = x + mlp(ln_2(x))      computation: each position on its own
@@ -15,12 +15,12 @@
 #include <shaped/nn/mlp.hpp>
 
 #include <optional>
-#include <string_view>
 #include <type_traits>
 
 namespace shaped::nn {
 
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float,
+          class Activation = activation::gelu>
 class Block {
 public:
     using value_type = T;
@@ -28,7 +28,7 @@ public:
     using heads_dim = NH;
     using head_size_dim = HS;
     using attention_type = MultiHeadAttention<C, NH, HS, Bias, T>;
-    using mlp_type = MLP<C, mlp_hidden<C>, Bias, T>;
+    using mlp_type = MLP<C, mlp_hidden<C>, Bias, T, Activation>;
     // The cache this block decodes with, its attention's: keys and values (B, NH, S, HS).
     template <StaticDim B, StaticDim S>
     using cache_type = typename attention_type::template cache_type<B, S>;
@@ -74,26 +74,15 @@ public:
         requires any_failed<Args...>
     failed operator()(Args&&...) const;
 
-    // Calls f(name, parameter) for each parameter, named as nanoGPT's Block's state_dict names
-    // them: "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", ..., "ln_2.", "mlp.c_fc.weight", ...
-    template <class F>
-    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
-    template <class F>
-    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
-
-    LayerNorm<C, Bias, T> ln_1;
-    attention_type attn;
-    LayerNorm<C, Bias, T> ln_2;
-    mlp_type mlp;
+    // The sub-layers, named as nanoGPT's Block names them: "ln_1.weight", "attn.c_attn.weight", ...,
+    // "mlp.c_proj.bias".
+    BOOST_HANA_DEFINE_STRUCT(Block,
+        (LayerNorm<C, Bias, T>, ln_1),
+        (attention_type, attn),
+        (LayerNorm<C, Bias, T>, ln_2),
+        (mlp_type, mlp));
 
 private:
-    template <class Self, class F>
-    static void visit_parameters(Self& self, F& f) {
-        self.ln_1.for_each_parameter(detail::prefixed("ln_1.", f));
-        self.attn.for_each_parameter(detail::prefixed("attn.", f));
-        self.ln_2.for_each_parameter(detail::prefixed("ln_2.", f));
-        self.mlp.for_each_parameter(detail::prefixed("mlp.", f));
-    }
 
     // out holds attn(ln_1(x)): x + out, then the MLP's half, both in place.
     template <class Out, class X>

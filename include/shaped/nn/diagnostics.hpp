@@ -50,4 +50,9 @@ struct attention_cache_batch : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_BATCH);
 };
 
+// A module's members (module.hpp), asserted where a module is visited, counted or summarised,
+// with the first member that is none of these in the condition: its name, then its type.
+#define SHAPED_RULE_MODULE_MEMBER \
+    "every member is a parameter (Tensor), absent, a Stack or a module (BOOST_HANA_DEFINE_STRUCT)"
+
 }  // namespace shaped::diag

@@ -135,6 +135,17 @@ public:
     prefix_view keys() const { return prefix_of(keys_); }
     prefix_view values() const { return prefix_of(values_); }
 
+    // cache_overflow unless every batch row b has room for counts[b] more positions: what append
+    // checks, for a caller that must know before it changes anything (a stack of layers).
+    void check_room(const lengths_type& counts) const {
+        for (std::size_t b = 0; b < batch; ++b)
+            if (lengths_[b] + counts[b] > capacity)
+                throw cache_overflow("shaped::nn::KVCache::append: " + std::to_string(counts[b]) + " new position" +
+                                     (counts[b] == 1 ? "" : "s") + " after the " + std::to_string(lengths_[b]) +
+                                     " held in batch row " + std::to_string(b) + " would exceed the capacity " +
+                                     shaped::detail::describe_dim(capacity_dim::name.view(), capacity));
+    }
+
 private:
     // The run-time half of append's checks: extents the types leave open, and the capacity.
     template <class K, class V>
@@ -162,12 +173,8 @@ private:
             if (counts[b] > n)
                 throw shape_error("shaped::nn::KVCache::append: batch row " + std::to_string(b) + " takes " +
                                   std::to_string(counts[b]) + " of " + std::to_string(n) + " new positions");
-            if (lengths_[b] + counts[b] > capacity)
-                throw cache_overflow("shaped::nn::KVCache::append: " + std::to_string(counts[b]) + " new position" +
-                                     (counts[b] == 1 ? "" : "s") + " after the " + std::to_string(lengths_[b]) +
-                                     " held in batch row " + std::to_string(b) + " would exceed the capacity " +
-                                     shaped::detail::describe_dim(capacity_dim::name.view(), capacity));
         }
+        check_room(counts);
     }
 
     // Each batch row's new positions go to the rows after its filled length: one strided copy

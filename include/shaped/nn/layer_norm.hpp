@@ -9,7 +9,6 @@
 #include <shaped/nn/linear.hpp>
 #include <shaped/tensor.hpp>
 
-#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -46,22 +45,11 @@ public:
     template <Failed X>
     failed operator()(X&&) const;
 
-    // Calls f(name, parameter) for each parameter, named as in PyTorch's state_dict: "weight",
-    // then "bias" (when there is one).
-    template <class F>
-    void for_each_parameter(F&& f) {
-        f(std::string_view("weight"), weight);
-        if constexpr (Bias) f(std::string_view("bias"), bias);
-    }
-    template <class F>
-    void for_each_parameter(F&& f) const {
-        f(std::string_view("weight"), weight);
-        if constexpr (Bias) f(std::string_view("bias"), bias);
-    }
-
-    Tensor<T, C> weight;
-    struct no_bias {};
-    [[no_unique_address]] std::conditional_t<Bias, Tensor<T, C>, no_bias> bias{};
+    // The parameters, named as in PyTorch's state_dict: "weight", then "bias" (absent without).
+    using bias_type = std::conditional_t<Bias, Tensor<T, C>, absent>;
+    BOOST_HANA_DEFINE_STRUCT(LayerNorm,
+        (Tensor<T, C>, weight),
+        (bias_type, bias));
 };
 
 }  // namespace shaped::nn

@@ -5,11 +5,10 @@
 
 #include <shaped/kernels.hpp>
 #include <shaped/nn/diagnostics.hpp>
+#include <shaped/nn/module.hpp>
 #include <shaped/tensor.hpp>
 
 #include <cmath>
-#include <string>
-#include <string_view>
 #include <utility>
 
 namespace shaped::nn {
@@ -21,16 +20,6 @@ inline constexpr bool last_dim_fits = [] {
     if constexpr (!Expression<X> || rank_of<X> == 0) return false;
     else return can_meet<dim_at<rank_of<X> - 1, dims_of<X>>, C>;
 }();
-
-// f, called for a sublayer's parameters under `prefix`: f("key.weight", ...) for "weight".
-template <class F>
-auto prefixed(std::string_view prefix, F& f) {
-    return [prefix, &f](std::string_view name, auto& parameter) {
-        std::string full(prefix);
-        full += name;
-        f(std::string_view(full), parameter);
-    };
-}
 }  // namespace detail
 
 template <StaticDim In, StaticDim Out, bool Bias = true, class T = float>
@@ -67,23 +56,11 @@ public:
     template <Failed X>
     failed operator()(X&&) const;
 
-
-    // Calls f(name, parameter) for each parameter, named as in PyTorch's state_dict: "weight",
-    // then "bias" (when there is one). io::load_parameters and io::save_parameters use this.
-    template <class F>
-    void for_each_parameter(F&& f) {
-        f(std::string_view("weight"), weight);
-        if constexpr (Bias) f(std::string_view("bias"), bias);
-    }
-    template <class F>
-    void for_each_parameter(F&& f) const {
-        f(std::string_view("weight"), weight);
-        if constexpr (Bias) f(std::string_view("bias"), bias);
-    }
-
-    Tensor<T, Out, In> weight;
-    struct no_bias {};
-    [[no_unique_address]] std::conditional_t<Bias, Tensor<T, Out>, no_bias> bias{};
+    // The parameters, named as in PyTorch's state_dict: "weight", then "bias" (absent without).
+    using bias_type = std::conditional_t<Bias, Tensor<T, Out>, absent>;
+    BOOST_HANA_DEFINE_STRUCT(Linear,
+        (Tensor<T, Out, In>, weight),
+        (bias_type, bias));
 };
 
 }  // namespace shaped::nn

@@ -1,7 +1,7 @@
 #pragma once
-// nn::MLP<C, Hidden, Bias, T>: nanoGPT's MLP, the position-wise half of a transformer block:
-// c_fc (C -> Hidden, 4C by default), GELU (the exact, erf form, as torch.nn.GELU()), c_proj
-// (Hidden -> C). Each position is transformed on its own; nothing mixes positions. (nanoGPT's
+// nn::MLP<C, Hidden, Bias, T, Activation>: nanoGPT's MLP, the position-wise half of a transformer
+// block: c_fc (C -> Hidden, 4C by default), GELU (the exact, erf form, as torch.nn.GELU(), or
+// GPT-2's tanh approximation, gelu_new), c_proj (Hidden -> C). Each position is transformed on its own; nothing mixes positions. (nanoGPT's
 // dropout is the identity in evaluation and is left out.)
 //
 // layer(x) runs c_fc as one GEMM with its bias accumulated, GELU in place over the hidden
@@ -11,7 +11,6 @@
 #include <shaped/nn/layer_norm.hpp>
 #include <shaped/nn/linear.hpp>
 
-#include <string_view>
 #include <utility>
 
 namespace shaped::nn {
@@ -20,13 +19,27 @@ namespace shaped::nn {
 template <StaticDim C>
 using mlp_hidden = dim<"FF", 4 * C::extent>;
 
-template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T>
+// The MLP's nonlinearity: nanoGPT's exact GELU, or GPT-2's (Hugging Face's "gelu_new").
+namespace activation {
+struct gelu {
+    template <class X>
+    auto operator()(X&& x) const { return shaped::gelu(std::forward<X>(x)); }
+};
+struct gelu_tanh {
+    template <class X>
+    auto operator()(X&& x) const { return shaped::gelu_tanh(std::forward<X>(x)); }
+};
+}  // namespace activation
+
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T, class Activation>
 class Block;
 
-template <StaticDim C, StaticDim Hidden = mlp_hidden<C>, bool Bias = true, class T = float>
+template <StaticDim C, StaticDim Hidden = mlp_hidden<C>, bool Bias = true, class T = float,
+          class Activation = activation::gelu>
 class MLP {
 public:
     using value_type = T;
+    using activation_type = Activation;
     using channel_dim = C;
     using hidden_dim = Hidden;
     static constexpr bool has_bias = Bias;
@@ -53,31 +66,21 @@ public:
     template <Failed X>
     failed operator()(X&&) const;
 
-    // Calls f(name, parameter) for each parameter, named as nanoGPT's MLP's state_dict names them:
-    // "c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias" (the biases only with Bias).
-    template <class F>
-    void for_each_parameter(F&& f) { visit_parameters(*this, f); }
-    template <class F>
-    void for_each_parameter(F&& f) const { visit_parameters(*this, f); }
-
-    Linear<C, Hidden, Bias, T> c_fc;
-    Linear<Hidden, C, Bias, T> c_proj;
+    // The sub-layers, named as nanoGPT's MLP names them: "c_fc.weight", ..., "c_proj.bias".
+    BOOST_HANA_DEFINE_STRUCT(MLP,
+        (Linear<C, Hidden, Bias, T>, c_fc),
+        (Linear<Hidden, C, Bias, T>, c_proj));
 
 private:
-    template <class Self, class F>
-    static void visit_parameters(Self& self, F& f) {
-        self.c_fc.for_each_parameter(detail::prefixed("c_fc.", f));
-        self.c_proj.for_each_parameter(detail::prefixed("c_proj.", f));
-    }
 
-    template <StaticDim, StaticDim, StaticDim, bool, class>
+    template <StaticDim, StaticDim, StaticDim, bool, class, class>
     friend class Block;
 
-    // gelu(c_fc(x)), (..., Hidden).
+    // activation(c_fc(x)), (..., Hidden).
     template <class X>
     auto hidden(const X& x) const {
         tensor_for<T, replace_at<rank_of<X> - 1, Hidden, dims_of<X>>> h = c_fc(x);
-        h = gelu(h);
+        h = Activation{}(h);
         return h;
     }
 

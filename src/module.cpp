@@ -1,0 +1,43 @@
+// The text of nn::summary (nn/module.hpp): counts with thousands separators, shapes as
+// "(QKV=144, C=48)".
+
+#include <shaped/nn/module.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace shaped::nn::detail {
+
+namespace {
+
+// 28224 as "28,224".
+std::string grouped(std::size_t n) {
+    std::string digits = std::to_string(n);
+    for (std::size_t i = digits.size(); i > 3; i -= 3) digits.insert(i - 3, ",");
+    return digits;
+}
+
+// Where the counts stand, so that a summary's counts line up as a column.
+constexpr std::size_t count_column = 64;
+
+}  // namespace
+
+std::string with_count(std::string line, std::size_t count) {
+    line.resize(std::max(line.size() + 2, count_column), ' ');
+    return line + grouped(count) + (count == 1 ? " parameter" : " parameters");
+}
+
+std::string describe_shape(std::span<const std::string_view> names, std::span<const std::size_t> extents) {
+    std::string shape = "(";
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) shape += ", ";
+        shape += std::string(names[i]) + "=" + std::to_string(extents[i]);
+    }
+    return shape + ")";
+}
+
+std::string summary_total(std::size_t count, std::size_t bytes) {
+    return grouped(count) + (count == 1 ? " parameter, " : " parameters, ") + grouped(bytes) + " bytes\n";
+}
+
+}  // namespace shaped::nn::detail
