@@ -26,16 +26,16 @@ BENCH_ENV = OPENBLAS_NUM_THREADS=$(BENCH_THREADS) OMP_NUM_THREADS=$(BENCH_THREAD
 # Seconds `make fuzz` runs each fuzzer, and the fuzzers (targets of tests/fuzz, each
 # shaped_<name>_fuzz with a seed corpus tests/fuzz/corpus/<name> and a dictionary <name>.dict).
 FUZZ_SECONDS ?= 600
-FUZZERS := npy safetensors
+FUZZERS := npy safetensors gpt2_config
 
 # Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
 # a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
-EXAMPLES := section1_attention section2_unit_variance section3_kv_cache
+EXAMPLES := section1_attention section2_unit_variance section3_kv_cache section4_gpt
 
 # Debian packages to build and test shaped.
 DEPS_BUILD := g++ clang-14 cmake make pkg-config libxtensor-dev libxsimd-dev \
               xtl-dev libxtensor-blas-dev libopenblas-dev nlohmann-json3-dev catch2 \
-              libbenchmark-dev libclang-rt-14-dev
+              libbenchmark-dev libclang-rt-14-dev libboost-dev
 # Debian packages only the side-by-side PyTorch scripts need (make fixtures, make bench).
 DEPS_PYTHON := python3-torch python3-numpy
 

@@ -5,7 +5,9 @@
 #include <shaped/nn/attention.hpp>
 #include <shaped/nn/block.hpp>
 #include <shaped/nn/causal_self_attention.hpp>
+#include <shaped/nn/embedding.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/layer_norm.hpp>
 #include <shaped/nn/linear.hpp>
 #include <shaped/nn/mlp.hpp>
+#include <shaped/nn/module.hpp>

@@ -9,6 +9,7 @@
 #include <shaped/kernels/diagnostics.hpp>
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/tensor/tensor.hpp>
+#include <shaped/nn/module.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/attention.hpp>
 
@@ -18,3 +19,4 @@
 #include <shaped/kernels.hpp>
 #include <shaped/nn.hpp>
 #include <shaped/io.hpp>
+#include <shaped/models.hpp>

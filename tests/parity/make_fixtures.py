@@ -17,6 +17,21 @@ torch's output as .npy files. `--only NAME...` writes just the named fixture fil
 A nanoGPT Block (the same attention, LayerNorms, a 4C MLP with exact GELU) is drawn apart too,
 from torch.manual_seed(BLOCK_SEED), its LayerNorms' weights and biases drawn after the default
 init (ones and zeros would not show a swapped name): block.safetensors, block_x.npy, block_y.npy.
+
+nanoGPT's GPT (model.py's, without dropout: wte, wpe, the blocks, ln_f, lm_head tied to wte,
+its _init_weights) in a small config is drawn from torch.manual_seed(GPT_SEED), every bias and
+LayerNorm parameter then perturbed (zeros and ones would not show a swapped name): its whole
+state_dict (the tied lm_head.weight and the attn.bias mask buffers included, as nanoGPT's
+checkpoints hold them) as gpt.safetensors; ids, targets (one of them -1, ignored), torch's
+logits and loss as gpt_idx.npy, gpt_targets.npy, gpt_logits.npy, gpt_loss.npy. GPT-2 124M's
+named_parameters() (names and shapes) and sum(p.numel()) as gpt2_124m_parameters.txt.
+
+A tiny GPT-2 in Hugging Face's layout is drawn from torch.manual_seed(HF_SEED): the same model
+with GPT-2's tanh GELU ("gelu_new"), written as a Hugging Face GPT-2 directory, hf_gpt2/
+(config.json, and model.safetensors named as the hub's gpt2 is, without "transformer.", Conv1D
+weights stored (in, out), the attn.bias and attn.masked_bias buffers present); its ids, logits
+and greedy continuation (HF_NEW_TOKENS ids, each the argmax of a full forward) as
+hf_gpt2_idx.npy, hf_gpt2_logits.npy, hf_gpt2_greedy.npy.
 """
 
 import argparse
@@ -42,6 +57,13 @@ MHA_SEED = 2024
 MHA_B, MHA_T, MHA_C, MHA_HEADS = 2, 5, 12, 3
 MHA_BLOCK_SIZE = 8  # nanoGPT's block_size: the extent of its causal-mask buffer
 BLOCK_SEED = 4242
+GPT_SEED = 5151
+GPT_CONFIG = dict(vocab_size=67, block_size=16, n_layer=2, n_head=3, n_embd=24)
+GPT_B, GPT_T = 2, 11
+HF_SEED = 6262
+HF_CONFIG = dict(vocab_size=67, block_size=64, n_layer=2, n_head=3, n_embd=24)
+HF_B, HF_T, HF_NEW_TOKENS = 2, 5, 32
+GPT2_124M = dict(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
 
 
 def causal_attention(q, k, v, scale):
@@ -96,12 +118,12 @@ class LayerNorm(nn.Module):
 
 
 class MLP(nn.Module):
-    """nanoGPT's MLP without dropout."""
+    """nanoGPT's MLP without dropout; GPT-2's has the tanh GELU ("gelu_new")."""
 
-    def __init__(self, n_embd, bias=True):
+    def __init__(self, n_embd, bias=True, gelu="none"):
         super().__init__()
         self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate=gelu)
         self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
 
     def forward(self, x):
@@ -111,17 +133,58 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """nanoGPT's Block: pre-LN attention, then the MLP, each added to the residual stream."""
 
-    def __init__(self, n_embd, n_head, block_size, bias=True):
+    def __init__(self, n_embd, n_head, block_size, bias=True, gelu="none"):
         super().__init__()
         self.ln_1 = LayerNorm(n_embd, bias=bias)
         self.attn = CausalSelfAttention(n_embd, n_head, block_size, bias=bias)
         self.ln_2 = LayerNorm(n_embd, bias=bias)
-        self.mlp = MLP(n_embd, bias=bias)
+        self.mlp = MLP(n_embd, bias=bias, gelu=gelu)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
         x = x + self.mlp(self.ln_2(x))
         return x
+
+
+class GPT(nn.Module):
+    """nanoGPT's GPT (model.py) without dropout: the transformer ModuleDict, lm_head tied to wte,
+    and nanoGPT's initialisation."""
+
+    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd, bias=True, gelu="none"):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab_size, n_embd),
+            wpe=nn.Embedding(block_size, n_embd),
+            h=nn.ModuleList([Block(n_embd, n_head, block_size, bias, gelu) for _ in range(n_layer)]),
+            ln_f=LayerNorm(n_embd, bias=bias),
+        ))
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        self.apply(self._init_weights)
+        for pn, p in self.named_parameters():
+            if pn.endswith("c_proj.weight"):
+                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layer))
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets=None):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        x = self.transformer.ln_f(x)
+        logits = self.lm_head(x)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
 
 
 SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
@@ -164,6 +227,59 @@ def compute_block():
         ln.bias.copy_(0.5 * torch.randn(MHA_C))
     x = torch.randn(MHA_B, MHA_T, MHA_C)
     return block.state_dict(), {"block_x": x, "block_y": block(x)}
+
+
+def compute_gpt():
+    """A small nanoGPT GPT's state_dict, ids and targets, and torch's logits and loss."""
+    torch.manual_seed(GPT_SEED)
+    model = GPT(**GPT_CONFIG).eval()
+    for name, p in model.named_parameters():
+        if name.endswith(".bias") or p.dim() == 1:
+            p.add_(0.3 * torch.randn_like(p))
+    idx = torch.randint(0, GPT_CONFIG["vocab_size"], (GPT_B, GPT_T))
+    targets = torch.randint(0, GPT_CONFIG["vocab_size"], (GPT_B, GPT_T))
+    targets[1, 3] = -1
+    logits, loss = model(idx, targets)
+    return model.state_dict(), {"gpt_logits": logits, "gpt_loss": loss}, {"gpt_idx": idx, "gpt_targets": targets}
+
+
+def compute_hf_gpt2():
+    """A tiny GPT-2 as a Hugging Face directory's tensors and config, its ids, logits and greedy
+    continuation."""
+    torch.manual_seed(HF_SEED)
+    model = GPT(**HF_CONFIG, gelu="tanh").eval()
+    for name, p in model.named_parameters():
+        if name.endswith(".bias") or p.dim() == 1:
+            p.add_(0.3 * torch.randn_like(p))
+    idx = torch.randint(0, HF_CONFIG["vocab_size"], (HF_B, HF_T))
+    logits, _ = model(idx)
+    tokens = idx
+    for _ in range(HF_NEW_TOKENS):
+        step_logits, _ = model(tokens)
+        tokens = torch.cat([tokens, step_logits[:, -1, :].argmax(dim=-1, keepdim=True)], dim=1)
+    # The hub's gpt2/model.safetensors: GPT2Model's names, Conv1D weights (in, out), the buffers.
+    tensors = {}
+    n = HF_CONFIG["block_size"]
+    for name, p in model.transformer.state_dict().items():
+        if name.endswith(".attn.bias"):  # the causal mask buffer, not c_attn.bias
+            tensors[name] = p
+            tensors[name.replace(".attn.bias", ".attn.masked_bias")] = torch.tensor(-1e4)
+        elif any(name.endswith(f"{conv}.weight") for conv in ("c_attn", "c_proj", "c_fc")):
+            tensors[name] = p.t().contiguous()
+        else:
+            tensors[name] = p
+    config = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+              "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": n,
+              "n_embd": HF_CONFIG["n_embd"], "n_head": HF_CONFIG["n_head"], "n_layer": HF_CONFIG["n_layer"],
+              "n_positions": n, "vocab_size": HF_CONFIG["vocab_size"]}
+    return tensors, config, {"hf_gpt2_logits": logits}, {"hf_gpt2_idx": idx, "hf_gpt2_greedy": tokens[:, HF_T:]}
+
+
+def gpt2_124m_parameters():
+    """GPT-2 124M's named_parameters() as lines "name d0 d1 ...", then the total count."""
+    model = GPT(**GPT2_124M)
+    lines = [" ".join([name] + [str(d) for d in p.shape]) for name, p in model.named_parameters()]
+    return "\n".join(lines + [f"total {sum(p.numel() for p in model.parameters())}"]) + "\n"
 
 
 def compute():
@@ -221,8 +337,13 @@ def main():
         fixtures = compute()
         state_dict, attention_fixtures = compute_attention()
         block_state_dict, block_fixtures = compute_block()
+        gpt_state_dict, gpt_fixtures, gpt_ids = compute_gpt()
+        hf_tensors, hf_config, hf_fixtures, hf_ids = compute_hf_gpt2()
     fixtures.update(attention_fixtures)
     fixtures.update(block_fixtures)
+    fixtures.update(gpt_fixtures)
+    fixtures.update(hf_fixtures)
+    gpt_ids.update(hf_ids)
     print(f"torch {torch.__version__}, numpy {np.__version__}, seed {SEED} -> {FIXTURES}")
     for name, tensor in fixtures.items():
         if not wanted(f"{name}.npy"):
@@ -236,6 +357,21 @@ def main():
     if wanted("block.safetensors"):
         save_safetensors(FIXTURES / "block.safetensors", block_state_dict, {"format": "pt"})
         print(f"  block.safetensors  {', '.join(f'{k} {tuple(v.shape)}' for k, v in block_state_dict.items())}")
+    if wanted("gpt.safetensors"):
+        save_safetensors(FIXTURES / "gpt.safetensors", gpt_state_dict, {"format": "pt"})
+        print(f"  gpt.safetensors    {len(gpt_state_dict)} tensors")
+    for name, ids in gpt_ids.items():
+        if wanted(f"{name}.npy"):
+            np.save(FIXTURES / f"{name}.npy", ids.numpy().astype(np.int64))
+            print(f"  {name + '.npy':18} {str(tuple(ids.shape)):13} int64")
+    if wanted("hf_gpt2"):
+        (FIXTURES / "hf_gpt2").mkdir(exist_ok=True)
+        save_safetensors(FIXTURES / "hf_gpt2" / "model.safetensors", hf_tensors, {"format": "pt"})
+        (FIXTURES / "hf_gpt2" / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
+        print(f"  hf_gpt2/           {len(hf_tensors)} tensors, config.json")
+    if wanted("gpt2_124m_parameters.txt"):
+        (FIXTURES / "gpt2_124m_parameters.txt").write_text(gpt2_124m_parameters())
+        print("  gpt2_124m_parameters.txt")
     if args.only is not None:
         return
     torch.set_printoptions(precision=4)

@@ -1,0 +1,218 @@
+#pragma once
+// models::GPT<Config, T>: nanoGPT's GPT, top to bottom:
+//
+//   x = wte(idx) + wpe(positions)     (B, T, C): token and position embeddings
+//   x = h(x)                          the n_layer blocks, in order
+//   logits = ln_f(x) @ wte.weight^T   (B, T, V): lm_head is tied to wte, as in nanoGPT and GPT-2
+//
+// Its configuration is a type (gpt_config; GPT-2's sizes are named below), so every dim is
+// static but T, the number of positions, which is at most the context (checked). Its
+// parameters are named as nanoGPT's named_parameters() names them ("transformer.wte.weight",
+// "transformer.h.0.attn.c_attn.weight", ...); the tied lm_head has none of its own.
+//
+//   model(idx)                 logits (B, T, V) for ids (B, T)
+//   model(idx, caches)         decoding: the next n ids of every row through every block's cache
+//                              (cache_type<B>), logits (B, n, V); with counts, a ragged batch
+//   cross_entropy(logits, targets)   F.cross_entropy's mean, ignore_index -1
+
+#include <shaped/nn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace shaped::models {
+
+// nanoGPT's GPTConfig, as a type. Activation is the MLP's: nanoGPT's exact GELU, or GPT-2's
+// tanh approximation (Hugging Face's "gelu_new").
+template <std::size_t Vocab, std::size_t Context, std::size_t Layers, std::size_t Heads, std::size_t Channels,
+          class Activation = nn::activation::gelu, bool Bias = true>
+struct gpt_config {
+    static_assert(Channels % Heads == 0, "shaped::models::gpt_config: the heads must divide the channels");
+    static constexpr std::size_t vocab_size = Vocab;
+    static constexpr std::size_t block_size = Context;
+    static constexpr std::size_t n_layer = Layers;
+    static constexpr std::size_t n_head = Heads;
+    static constexpr std::size_t n_embd = Channels;
+    static constexpr bool bias = Bias;
+    using activation = Activation;
+};
+
+// GPT-2's sizes, with its activation, as OpenAI's and Hugging Face's checkpoints have them.
+using gpt2_124m = gpt_config<50257, 1024, 12, 12, 768, nn::activation::gelu_tanh>;
+using gpt2_355m = gpt_config<50257, 1024, 24, 16, 1024, nn::activation::gelu_tanh>;
+using gpt2_774m = gpt_config<50257, 1024, 36, 20, 1280, nn::activation::gelu_tanh>;
+
+template <class Config, class T = float>
+class GPT {
+public:
+    using config = Config;
+    using value_type = T;
+    using vocab_dim = dim<"V", Config::vocab_size>;
+    using context_dim = dim<"P", Config::block_size>;
+    using channel_dim = dim<"C", Config::n_embd>;
+    using heads_dim = dim<"NH", Config::n_head>;
+    using head_size_dim = dim<"HS", Config::n_embd / Config::n_head>;
+    using block_type = nn::Block<channel_dim, heads_dim, head_size_dim, Config::bias, T, typename Config::activation>;
+    using blocks_type = nn::Stack<block_type, Config::n_layer>;
+    // The caches a batch of B rows decodes with, one per block, each as long as the context.
+    template <StaticDim B>
+    using cache_type = typename blocks_type::template cache_type<B, context_dim>;
+
+    // nanoGPT's transformer ModuleDict.
+    struct Transformer {
+        BOOST_HANA_DEFINE_STRUCT(Transformer,
+            (nn::Embedding<vocab_dim, channel_dim, T>, wte),
+            (nn::Embedding<context_dim, channel_dim, T>, wpe),
+            (blocks_type, h),
+            (nn::LayerNorm<channel_dim, Config::bias, T>, ln_f));
+    };
+
+    // Parameters zero-filled, to be loaded.
+    GPT() = default;
+    // nanoGPT's initialisation: every matrix N(0, 0.02), the residual projections (c_proj)
+    // N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorm weights 1.
+    explicit GPT(Generator& gen);
+
+    // idx (B, T) -> logits (B, T, V), T at most the context.
+    template <Expression Ids>
+    auto operator()(const Ids& idx) const;
+
+    // Decoding: idx (B, n) holds the next n ids of every row, after those the caches hold; the
+    // logits of those positions, (B, n, V). With counts, row b takes only its first counts[b] ids
+    // (a ragged batch; the logits at its padding positions are those of a zero input).
+    template <Expression Ids, class Cache>
+    auto operator()(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
+                    std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
+
+    BOOST_HANA_DEFINE_STRUCT(GPT,
+        (Transformer, transformer));
+
+private:
+    // wte(ids) + wpe(starts[b] + t) for the first counts[b] positions of row b; 0 after.
+    template <class Ids, std::size_t Batch>
+    auto embed(const Ids& ids, const std::array<std::size_t, Batch>& starts, const std::array<std::size_t, Batch>& counts) const;
+
+    template <class X>
+    auto logits(const X& x) const {
+        using Out = tensor_for<T, replace_at<2, vocab_dim, dims_of<X>>>;
+        return Out(matmul(transformer.ln_f(x), transformer.wte.weight.mT()));
+    }
+};
+
+// F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-1): the mean over every
+// position whose target is not -1 of -log softmax(logits)[target]. logits (..., V), targets
+// (...) integers; a target outside [0, V) other than -1 is a shape_error.
+template <Expression Logits, Expression Targets>
+double cross_entropy(const Logits& logits, const Targets& targets);
+
+// ---- implementation ------------------------------------------------------------------------
+
+namespace detail {
+[[noreturn]] void throw_past_context(std::string_view where, std::size_t positions, std::string_view context_name,
+                                     std::size_t context);
+[[noreturn]] void throw_bad_target(long long target, std::size_t at, std::string_view vocab_name, std::size_t vocab);
+}  // namespace detail
+
+template <class Config, class T>
+GPT<Config, T>::GPT(Generator& gen) {
+    const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(Config::n_layer));
+    nn::for_each_parameter(*this, [&](std::string_view name, auto& parameter) {
+        if constexpr (rank_of<std::remove_cvref_t<decltype(parameter)>> == 2) {
+            gen.fill_normal(parameter.elements());
+            const T scale = static_cast<T>(name.ends_with("c_proj.weight") ? residual_std : 0.02);
+            for (T& value : parameter.elements()) value *= scale;
+        } else if (name.ends_with(".weight")) {
+            std::fill(parameter.elements().begin(), parameter.elements().end(), T(1));
+        }
+    });
+}
+
+template <class Config, class T>
+template <Expression Ids>
+auto GPT<Config, T>::operator()(const Ids& idx) const {
+    static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, T)");
+    using B = dim_at<0, dims_of<Ids>>;
+    const auto ids = eval(idx);
+    const std::size_t positions = ids.extents()[1];
+    if (positions > Config::block_size)
+        detail::throw_past_context("shaped::models::GPT", positions, context_dim::name.view(), Config::block_size);
+    std::array<std::size_t, B::extent> starts{}, counts{};
+    counts.fill(positions);
+    return logits(transformer.h(embed(ids, starts, counts)));
+}
+
+template <class Config, class T>
+template <Expression Ids, class Cache>
+auto GPT<Config, T>::operator()(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
+                                std::optional<typename Cache::lengths_type> counts) const {
+    static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
+    const auto ids = eval(idx);
+    typename Cache::lengths_type taken;
+    if (counts) taken = *counts;
+    else taken.fill(ids.extents()[1]);
+    // The positions must exist before they are embedded: the caches hold the whole context.
+    for (const Cache& cache : caches) cache.check_room(taken);
+    return logits(transformer.h(embed(ids, caches[0].lengths(), taken), caches, counts));
+}
+
+template <class Config, class T>
+template <class Ids, std::size_t Batch>
+auto GPT<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>& starts,
+                           const std::array<std::size_t, Batch>& counts) const {
+    using B = dim_at<0, dims_of<Ids>>;
+    using Time = dim_at<1, dims_of<Ids>>;
+    constexpr std::size_t channels = Config::n_embd;
+    const std::size_t n = ids.extents()[1];
+    Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
+    const Tensor<typename Ids::value_type, B, Time> padded_free = [&] {
+        // The ids at padding positions may be anything: read as 0 they need no check.
+        auto clean = ids;
+        for (std::size_t b = 0; b < Batch; ++b)
+            for (std::size_t t = counts[b]; t < n; ++t) clean(b, t) = 0;
+        return clean;
+    }();
+    const auto tokens = transformer.wte(padded_free);
+    for (std::size_t b = 0; b < Batch; ++b)
+        for (std::size_t t = 0; t < n; ++t) {
+            T* out = x.data() + (b * n + t) * channels;
+            const T* token = tokens.data() + (b * n + t) * channels;
+            if (t >= counts[b]) {
+                std::fill_n(out, channels, T(0));
+                continue;
+            }
+            const T* position = transformer.wpe.row(starts[b] + t);
+            for (std::size_t c = 0; c < channels; ++c) out[c] = token[c] + position[c];
+        }
+    return x;
+}
+
+template <Expression Logits, Expression Targets>
+double cross_entropy(const Logits& logits, const Targets& targets) {
+    using V = dim_at<rank_of<Logits> - 1, dims_of<Logits>>;
+    static_assert(rank_of<Targets> + 1 == rank_of<Logits>, "shaped::models::cross_entropy: logits are (..., V), targets (...)");
+    const auto scores = eval(logits);
+    const auto wanted = eval(targets);
+    const std::size_t vocab = scores.extents()[rank_of<Logits> - 1];
+    double total = 0;
+    std::size_t counted = 0;
+    for (std::size_t i = 0; i < wanted.size(); ++i) {
+        const auto target = wanted.data()[i];
+        if (target == -1) continue;
+        if (target < 0 || static_cast<std::size_t>(target) >= vocab)
+            detail::throw_bad_target(static_cast<long long>(target), i, V::name.view(), vocab);
+        const auto* row = scores.data() + i * vocab;
+        const double top = *std::max_element(row, row + vocab);
+        double sum = 0;
+        for (std::size_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
+        total += top + std::log(sum) - static_cast<double>(row[target]);
+        ++counted;
+    }
+    return total / static_cast<double>(counted);
+}
+
+}  // namespace shaped::models

@@ -1,0 +1,65 @@
+#pragma once
+// nn::Embedding<V, C, T>: torch.nn.Embedding(V, C), a table of V rows of C values; weight is
+// (V, C), as PyTorch stores it, initialised N(0, 1) as PyTorch does.
+//
+//   table(ids)   ids (..., ) integers -> (..., C): row ids[i] of the table for each id. An id
+//                outside [0, V) is a shape_error naming it, its place and V.
+//   table.row(i) row i itself, read in place.
+
+#include <shaped/nn/module.hpp>
+#include <shaped/tensor.hpp>
+
+#include <algorithm>
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <string>
+
+namespace shaped::nn {
+
+template <StaticDim V, StaticDim C, class T = float>
+class Embedding {
+public:
+    using value_type = T;
+    using vocab_dim = V;
+    using channel_dim = C;
+
+    // Parameters zero-filled, to be loaded.
+    Embedding() = default;
+    explicit Embedding(Generator& gen) { gen.fill_normal(weight.elements()); }
+
+    // The rows of ids, evaluated: (..., C).
+    template <Expression Ids>
+        requires std::integral<value_type_of<Ids>>
+    auto operator()(const Ids& ids) const {
+        using Out = tensor_for<T, concat_dims<dims_of<Ids>, dims<C>>>;
+        const auto stored = eval(ids);
+        std::array<std::size_t, rank_of<Ids> + 1> extents{};
+        std::copy_n(stored.extents().begin(), rank_of<Ids>, extents.begin());
+        extents.back() = C::extent;
+        Out out{typename Out::shape_type(extents)};
+        for (std::size_t i = 0; i < stored.size(); ++i) {
+            const auto id = stored.data()[i];
+            check_id(id, i);
+            std::copy_n(row(static_cast<std::size_t>(id)), C::extent, out.data() + i * C::extent);
+        }
+        return out;
+    }
+
+    // Row i's C values, contiguous.
+    const T* row(std::size_t i) const { return weight.data() + i * C::extent; }
+
+    BOOST_HANA_DEFINE_STRUCT(Embedding,
+        (Tensor<T, V, C>, weight));
+
+private:
+    template <class Id>
+    static void check_id(Id id, std::size_t at) {
+        if (id < 0 || static_cast<std::size_t>(id) >= V::extent)
+            throw shape_error("shaped::nn::Embedding: id " + std::to_string(id) + " (element " + std::to_string(at) +
+                              " of the ids) is outside the table's " + shaped::detail::describe_dim(V::name.view(), V::extent) +
+                              " rows");
+    }
+};
+
+}  // namespace shaped::nn
