@@ -18,3 +18,4 @@
 #include <shaped/kernels.hpp>
 #include <shaped/nn.hpp>
 #include <shaped/io.hpp>
+#include <shaped/text.hpp>
