@@ -3,11 +3,11 @@
 
 #include <shaped/models/gpt_checkpoint.hpp>
 
+#include "untrusted_input.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -33,10 +33,8 @@ std::size_t count_of(const nlohmann::json& config, const fs::path& path, std::in
 }
 
 gpt_checkpoint_config read_config_json(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot be opened (a Hugging Face GPT-2 directory holds config.json and model.safetensors)");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return parse_gpt2_config(text, path);
+    const std::string context = "shaped::models::read_gpt_config: " + path.string() + ": ";
+    return parse_gpt2_config(io::detail::read_whole_file(context, path, "a GPT-2 config.json"), path);
 }
 
 }  // namespace

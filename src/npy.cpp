@@ -14,11 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <system_error>
@@ -397,22 +395,8 @@ npy_array parse_npy(std::span<const std::byte> bytes, std::string_view what) {
 
 npy_array read_npy(const std::filesystem::path& path) {
     const std::string context = quoted_path_context("read_npy", path);
-    detail::require_regular_file(context, path, "a .npy file");
-
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
-    std::vector<std::byte> bytes;
-    std::error_code error;
-    if (const auto size = std::filesystem::file_size(path, error); !error) bytes.reserve(size);
-    constexpr std::size_t chunk_size = std::size_t{1} << 16;
-    while (in) {
-        const std::size_t filled = bytes.size();
-        bytes.resize(filled + chunk_size);
-        in.read(reinterpret_cast<char*>(bytes.data() + filled), chunk_size);
-        bytes.resize(filled + static_cast<std::size_t>(in.gcount()));
-    }
-    if (in.bad()) fail_io(context, "read error");
-    return parse_with_context(bytes, context);
+    const std::string bytes = detail::read_whole_file(context, path, "a .npy file");
+    return parse_with_context(std::as_bytes(std::span(bytes)), context);
 }
 
 void write_npy(const std::filesystem::path& path, dtype type, std::span<const std::size_t> shape,

@@ -42,11 +42,11 @@ using shaped::checked_byte_count;
 using detail::fail_io;
 using detail::format_shape;
 using detail::printable_excerpt;
+using detail::quote_text;
 
 constexpr std::size_t length_size = 8;                  // the u64 header length
 constexpr std::uint64_t max_header_size = 100'000'000;  // the reference's MAX_HEADER_SIZE
 constexpr std::size_t header_alignment = 8;             // writers pad the header to this
-constexpr std::size_t excerpt_limit = 120;
 constexpr std::string_view metadata_key = "__metadata__";
 
 struct dtype_entry {
@@ -66,30 +66,6 @@ std::optional<std::size_t> dtype_size_of(std::string_view name) {
     for (const auto& entry : dtype_table)
         if (entry.name == name) return entry.size;
     return std::nullopt;
-}
-
-// Text from the file, quoted, with quotes, backslashes and anything unprintable escaped and
-// long text cut short (at a UTF-8 character boundary).
-std::string quote_text(std::string_view text) {
-    std::string shown = "\"";
-    std::size_t end = std::min(text.size(), excerpt_limit);
-    while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
-    for (std::size_t i = 0; i < end; ++i) {
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c == '"' || c == '\\') {
-            shown += '\\';
-            shown += static_cast<char>(c);
-        } else if (c < 0x20 || c == 0x7f) {
-            constexpr char hex[] = "0123456789abcdef";
-            shown += "\\x";
-            shown += hex[c >> 4];
-            shown += hex[c & 0xf];
-        } else {
-            shown += static_cast<char>(c);
-        }
-    }
-    if (end < text.size()) shown += "...";
-    return shown + "\"";
 }
 
 std::string tensor_label(std::string_view name) { return "tensor " + quote_text(name); }

@@ -1,14 +1,18 @@
 #pragma once
-// Private to the library's sources: what every io/ reader needs for fields that come from an
-// untrusted file — an io_error with its context, an excerpt of bytes that may not be text, a
-// shape as messages show it. Byte counts come from core/extents.hpp, which checks them.
+// Private to the library's sources: what every reader of io/ and text/ needs for fields that
+// come from an untrusted file — an io_error with its context, the file's bytes, an excerpt of
+// bytes that may not be text, text quoted, a shape as messages show it. Byte counts come from
+// core/extents.hpp, which checks them.
 
 #include "shaped/core/extents.hpp"
 #include "shaped/io/core.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <span>
@@ -37,6 +41,26 @@ inline void require_regular_file(std::string_view context, const std::filesystem
     }
 }
 
+// The whole of a regular file (see require_regular_file), read in chunks, so that a size that
+// changes while it is read cannot overrun anything.
+inline std::string read_whole_file(std::string_view context, const std::filesystem::path& path, std::string_view format) {
+    require_regular_file(context, path, format);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
+    std::string bytes;
+    std::error_code error;
+    if (const auto size = std::filesystem::file_size(path, error); !error) bytes.reserve(size);
+    constexpr std::size_t chunk_size = std::size_t{1} << 16;
+    while (in) {
+        const std::size_t filled = bytes.size();
+        bytes.resize(filled + chunk_size);
+        in.read(bytes.data() + filled, chunk_size);
+        bytes.resize(filled + static_cast<std::size_t>(in.gcount()));
+    }
+    if (in.bad()) fail_io(context, "read error");
+    return bytes;
+}
+
 // At most `limit` bytes of `text` for a message: printable ASCII as it is, a newline as \n, any
 // other byte as \xNN, and "..." when there was more.
 inline std::string printable_excerpt(std::string_view text, std::size_t limit = 120) {
@@ -56,6 +80,30 @@ inline std::string printable_excerpt(std::string_view text, std::size_t limit = 
     }
     if (text.size() > limit) shown += "...";
     return shown;
+}
+
+// Text from a file, quoted, with quotes, backslashes and anything unprintable escaped and
+// long text cut short (at a UTF-8 character boundary).
+inline std::string quote_text(std::string_view text, std::size_t limit = 120) {
+    std::string shown = "\"";
+    std::size_t end = std::min(text.size(), limit);
+    while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
+    for (std::size_t i = 0; i < end; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '"' || c == '\\') {
+            shown += '\\';
+            shown += static_cast<char>(c);
+        } else if (c < 0x20 || c == 0x7f) {
+            constexpr char hex[] = "0123456789abcdef";
+            shown += "\\x";
+            shown += hex[c >> 4];
+            shown += hex[c & 0xf];
+        } else {
+            shown += static_cast<char>(c);
+        }
+    }
+    if (end < text.size()) shown += "...";
+    return shown + "\"";
 }
 
 // Python's repr of a tuple of ints, as numpy's header spells a shape and as torch and numpy

@@ -19,4 +19,5 @@
 #include <shaped/kernels.hpp>
 #include <shaped/nn.hpp>
 #include <shaped/io.hpp>
+#include <shaped/text.hpp>
 #include <shaped/models.hpp>

@@ -1,6 +1,6 @@
-// Rule: a module's members are parameters (Tensors), absent, Stacks or modules: a std::vector
-// of floats declared as a sub-module cannot be visited, counted or summarised.
-// expect-error: shaped::nn::Module: every member is a parameter \(Tensor\), absent, a Stack or a module
+// Rule: a module's members are parameters (Tensors of static dims), absent, Stacks or modules:
+// a std::vector of floats declared as a sub-module cannot be visited, counted or summarised.
+// expect-error: shaped::nn::Module: every member is a parameter \(a Tensor of static dims\), absent, a Stack or a module
 // expect-error: module_member<boost::hana::string<'p', ?'r', ?'o', ?'j'>, std::vector<float
 #include <shaped/shaped.hpp>
 

@@ -13,6 +13,7 @@
 
 #include <shaped/models/gpt.hpp>
 #include <shaped/tensor/random.hpp>
+#include <shaped/text/core.hpp>
 
 #include <algorithm>
 #include <array>
@@ -27,7 +28,8 @@
 
 namespace shaped::models {
 
-using token_id = std::int64_t;
+// The tokenizers' id type (text/core.hpp); GPT's embedding takes any integer ids.
+using text::token_id;
 
 struct sampling {
     double temperature = 1.0;  // 0: greedy, the most likely id

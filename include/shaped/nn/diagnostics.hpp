@@ -53,6 +53,6 @@ struct attention_cache_batch : failed {
 // A module's members (module.hpp), asserted where a module is visited, counted or summarised,
 // with the first member that is none of these in the condition: its name, then its type.
 #define SHAPED_RULE_MODULE_MEMBER \
-    "every member is a parameter (Tensor), absent, a Stack or a module (BOOST_HANA_DEFINE_STRUCT)"
+    "every member is a parameter (a Tensor of static dims), absent, a Stack or a module (BOOST_HANA_DEFINE_STRUCT)"
 
 }  // namespace shaped::diag

@@ -97,8 +97,9 @@ namespace detail {
 
 template <class P>
 inline constexpr bool is_parameter = false;
+// Static dims only: a module's size is a constant.
 template <class T, Dim... Ds>
-inline constexpr bool is_parameter<Tensor<T, Ds...>> = true;
+inline constexpr bool is_parameter<Tensor<T, Ds...>> = (Ds::is_static && ...);
 
 template <class P>
 inline constexpr bool is_stack = false;
