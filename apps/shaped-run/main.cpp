@@ -1,0 +1,200 @@
+// shaped-run: generates text from a GPT checkpoint, as llama2.c's `run` does.
+//
+//   shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED]
+//              [--ids] [--encode TEXT]
+//
+// CHECKPOINT is a Hugging Face GPT-2 directory or a nanoGPT state_dict saved as safetensors. The
+// text streams to stdout as it is decoded, tokens/s goes to stderr at the end. A file that is
+// missing, corrupt or of a config not compiled in (configs.hpp) is a one-line message on stderr
+// and exit status 1.
+
+#include "configs.hpp"
+
+#include <shaped/shaped.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using shaped::models::token_id;
+
+// What the command line asks for; llama2.c's flags and defaults where they overlap.
+struct options {
+    fs::path checkpoint;
+    std::string prompt;
+    std::size_t steps = 256;
+    double temperature = 1.0;
+    std::size_t top_k = 0;
+    double top_p = 0.9;
+    std::uint64_t seed = 0;  // 0: from the clock
+    bool print_ids = false;
+    std::optional<std::string> encode;
+};
+
+constexpr std::string_view usage =
+    "usage: shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED] "
+    "[--ids] [--encode TEXT]\n"
+    "  CHECKPOINT      a Hugging Face GPT-2 directory, or a nanoGPT state_dict as .safetensors\n"
+    "  -i PROMPT       the prompt (as ids \"1 2 3\" when the checkpoint has no tokenizer)\n"
+    "  -n STEPS        most tokens to generate (256)\n"
+    "  -t TEMPERATURE  0 is greedy (1.0)\n"
+    "  -k TOP_K        sample from the k most likely only; 0 for all (0)\n"
+    "  -p TOP_P        nucleus sampling's p; 1 for all (0.9)\n"
+    "  -s SEED         the random seed (from the clock)\n"
+    "  --ids           print the generated ids, one a line, instead of text\n"
+    "  --encode TEXT   print TEXT's ids, one a line, and exit\n";
+
+// A command line that cannot be run: its one line, then a pointer to -h; exit status 1.
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+template <class Number>
+Number parse_number(std::string_view flag, const std::string& text) {
+    std::istringstream in(text);
+    Number value{};
+    if (!(in >> value) || !in.eof()) throw usage_error(std::string(flag) + " takes a number, not \"" + text + "\"");
+    return value;
+}
+
+options parse(int argc, char** argv) {
+    options out;
+    if (argc < 2) throw usage_error("no CHECKPOINT given");
+    bool have_checkpoint = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw usage_error(std::string(arg) + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "-i") out.prompt = value();
+        else if (arg == "-n") out.steps = parse_number<std::size_t>(arg, value());
+        else if (arg == "-t") out.temperature = parse_number<double>(arg, value());
+        else if (arg == "-k") out.top_k = parse_number<std::size_t>(arg, value());
+        else if (arg == "-p") out.top_p = parse_number<double>(arg, value());
+        else if (arg == "-s") out.seed = parse_number<std::uint64_t>(arg, value());
+        else if (arg == "--ids") out.print_ids = true;
+        else if (arg == "--encode") out.encode = value();
+        else if (arg == "-h" || arg == "--help") {
+            std::cout << usage;
+            std::exit(0);
+        } else if (!arg.starts_with("-") && !have_checkpoint) {
+            out.checkpoint = arg;
+            have_checkpoint = true;
+        } else {
+            throw usage_error("unknown argument \"" + std::string(arg) + "\"");
+        }
+    }
+    if (!have_checkpoint) throw usage_error("no CHECKPOINT given");
+    if (out.temperature < 0) throw usage_error("-t must not be negative");
+    if (out.top_p < 0 || out.top_p > 1) throw usage_error("-p must be in [0, 1]");
+    if (out.seed == 0) out.seed = static_cast<std::uint64_t>(std::time(nullptr));
+    return out;
+}
+
+// The tokenizer beside the checkpoint: in the directory, or beside the safetensors file.
+std::optional<shaped::text::gpt2_tokenizer> find_tokenizer(const fs::path& checkpoint) {
+    const fs::path dir = fs::is_directory(checkpoint) ? checkpoint : checkpoint.parent_path();
+    const bool hf = fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt");
+    const bool openai = fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe");
+    if (!hf && !openai) return std::nullopt;
+    return shaped::text::gpt2_tokenizer(dir);
+}
+
+std::vector<token_id> parse_ids(const std::string& text, std::size_t vocab) {
+    std::istringstream in(text);
+    std::vector<token_id> ids;
+    std::string word;
+    while (in >> word) {
+        const auto id = parse_number<long long>("-i", word);
+        if (id < 0 || static_cast<std::size_t>(id) >= vocab)
+            throw usage_error("prompt id " + word + " is outside the vocabulary's " + std::to_string(vocab));
+        ids.push_back(static_cast<token_id>(id));
+    }
+    return ids;
+}
+
+template <class Config>
+int run(const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
+    const auto model = shaped::models::load_gpt<Config>(opts.checkpoint);
+    std::vector<token_id> prompt = tokenizer ? tokenizer->encode(opts.prompt) : parse_ids(opts.prompt, Config::vocab_size);
+    // GPT-2 starts a text after <|endoftext|>, its last id, and ends one with it.
+    const token_id end_of_text = static_cast<token_id>(Config::vocab_size - 1);
+    if (prompt.empty()) prompt.push_back(end_of_text);
+
+    std::optional<shaped::text::gpt2_stream_decoder> text;
+    if (tokenizer && !opts.print_ids) {
+        text.emplace(*tokenizer);
+        std::cout << tokenizer->decode(prompt) << std::flush;
+    }
+    shaped::Generator gen(opts.seed);
+    const shaped::models::generation how{
+        .max_new_tokens = opts.steps,
+        .end_token = tokenizer ? std::optional<token_id>(end_of_text) : std::nullopt,
+        .how = {.temperature = opts.temperature, .top_k = opts.top_k, .top_p = opts.top_p}};
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = shaped::models::generate(*model, {prompt}, how, gen, [&](std::size_t, token_id id) {
+        if (text) std::cout << text->decode(id) << std::flush;
+        else std::cout << id << '\n';
+    });
+    if (text) std::cout << text->flush() << '\n';
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (out[0].stopped == shaped::models::stop_reason::context)
+        std::cerr << "shaped-run: stopped at the context's end (" << Config::block_size << " positions)\n";
+    std::cerr << "achieved tok/s: " << static_cast<double>(out[0].ids.size()) / seconds << '\n';
+    return 0;
+}
+
+// The first compiled config the checkpoint's is, run; none is a one-line error.
+template <class... Configs>
+int run_compiled(std::tuple<Configs...>*, const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
+    const auto found = shaped::models::read_gpt_config(opts.checkpoint);
+    int status = -1;
+    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() ? (status = run<Configs>(opts, tokenizer)) : 0),
+     ...);
+    if (status < 0)
+        throw std::runtime_error(opts.checkpoint.string() + ": its config, " + shaped::models::config_spelling(found) +
+                          ", is not compiled in; add the line `" + shaped::models::config_spelling(found) +
+                          ",` to apps/shaped-run/configs.hpp");
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const options opts = parse(argc, argv);
+        if (!fs::exists(opts.checkpoint)) throw std::runtime_error(opts.checkpoint.string() + ": no such file or directory");
+        const auto tokenizer = find_tokenizer(opts.checkpoint);
+        if (opts.encode) {
+            if (!tokenizer) throw std::runtime_error(opts.checkpoint.string() + ": no tokenizer (vocab.json and merges.txt) beside it");
+            for (const auto id : tokenizer->encode(*opts.encode)) std::cout << id << '\n';
+            return 0;
+        }
+        return run_compiled(static_cast<shaped_run::compiled_configs*>(nullptr), opts, tokenizer);
+    } catch (const usage_error& error) {
+        std::cerr << "shaped-run: " << error.what() << "\n(shaped-run -h for the flags)\n";
+    } catch (const std::exception& error) {
+        // The library's messages name the file and what is wrong; keep them to one line.
+        std::string message = error.what();
+        for (char& c : message)
+            if (c == '\n') c = ' ';
+        std::cerr << "shaped-run: " << message << '\n';
+    }
+    return 1;
+}

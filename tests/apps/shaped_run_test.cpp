@@ -1,0 +1,116 @@
+// shaped-run, run as a user runs it: greedy ids from the parity fixtures' tiny GPT-2 directory
+// equal PyTorch's, and a missing file, a truncated safetensors file and a config not compiled in
+// are each one line on stderr and exit status 1.
+#include <shaped/shaped.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct result {
+    int status = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+// Runs shaped-run with `args` (a shell-quoted string), capturing both streams.
+result run(const std::string& args, const fs::path& scratch) {
+    const fs::path err_file = scratch / "stderr.txt";
+    const std::string command = std::string(SHAPED_RUN) + " " + args + " 2>" + err_file.string();
+    result r;
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.out.append(buffer, n);
+    const int raw = pclose(pipe);
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    std::ifstream err(err_file);
+    r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
+    return r;
+}
+
+struct scratch_dir {
+    fs::path path = fs::temp_directory_path() / ("shaped_run_test_" + std::to_string(std::random_device{}()));
+    scratch_dir() { fs::create_directories(path); }
+    ~scratch_dir() { fs::remove_all(path); }
+};
+
+const fs::path fixtures = SHAPED_FIXTURE_DIR;
+
+std::size_t lines_of(const std::string& text) {
+    std::size_t n = 0;
+    for (char c : text) n += c == '\n';
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("shaped-run's greedy ids from a GPT-2 directory are PyTorch's", "[apps][shaped_run]") {
+    using B = shaped::dim<"B", 2>;
+    using T = shaped::dim<"T">;
+    scratch_dir scratch;
+    const auto idx = shaped::io::load_npy<std::int64_t, B, T>((fixtures / "hf_gpt2_idx.npy").string());
+    const auto greedy = shaped::io::load_npy<std::int64_t, B, T>((fixtures / "hf_gpt2_greedy.npy").string());
+    for (std::size_t b = 0; b < 2; ++b) {
+        std::string prompt, want;
+        for (std::size_t t = 0; t < idx.extents()[1]; ++t) prompt += (t ? " " : "") + std::to_string(idx(b, t));
+        for (std::size_t t = 0; t < greedy.extents()[1]; ++t) want += std::to_string(greedy(b, t)) + "\n";
+        const result r = run((fixtures / "hf_gpt2").string() + " -i '" + prompt + "' -n 32 -t 0 --ids", scratch.path);
+        INFO(r.err);
+        CHECK(r.status == 0);
+        CHECK(r.out == want);
+        CHECK(r.err.find("achieved tok/s: ") != std::string::npos);
+    }
+}
+
+TEST_CASE("shaped-run reports a bad checkpoint in one line, exit status 1", "[apps][shaped_run]") {
+    scratch_dir scratch;
+    // A missing file.
+    const result missing = run((scratch.path / "nowhere").string() + " -i '1 2'", scratch.path);
+    CHECK(missing.status == 1);
+    CHECK(lines_of(missing.err) == 1);
+    CHECK(missing.err.find("nowhere: no such file or directory") != std::string::npos);
+
+    // A truncated safetensors file.
+    const fs::path truncated = scratch.path / "truncated";
+    fs::create_directories(truncated);
+    fs::copy_file(fixtures / "hf_gpt2" / "config.json", truncated / "config.json");
+    fs::copy_file(fixtures / "hf_gpt2" / "model.safetensors", truncated / "model.safetensors");
+    fs::resize_file(truncated / "model.safetensors", fs::file_size(truncated / "model.safetensors") / 2);
+    const result cut = run(truncated.string() + " -i '1 2'", scratch.path);
+    INFO(cut.err);
+    CHECK(cut.status == 1);
+    CHECK(lines_of(cut.err) == 1);
+    CHECK(cut.err.find("model.safetensors") != std::string::npos);
+
+    // A config that is not compiled in: named, with the line that adds it.
+    const fs::path other = scratch.path / "other";
+    fs::create_directories(other);
+    std::ifstream config_in(fixtures / "hf_gpt2" / "config.json");
+    std::string config((std::istreambuf_iterator<char>(config_in)), std::istreambuf_iterator<char>());
+    config.replace(config.find("\"n_layer\": 2"), 12, "\"n_layer\": 5");
+    std::ofstream(other / "config.json") << config;
+    fs::copy_file(fixtures / "hf_gpt2" / "model.safetensors", other / "model.safetensors");
+    const result uncompiled = run(other.string() + " -i '1 2'", scratch.path);
+    INFO(uncompiled.err);
+    CHECK(uncompiled.status == 1);
+    CHECK(lines_of(uncompiled.err) == 1);
+    CHECK(uncompiled.err.find("shaped::models::gpt_config<67, 64, 5, 3, 24, shaped::nn::activation::gelu_tanh>, is not compiled in") !=
+          std::string::npos);
+
+    // A flag without its value.
+    const result flag = run((fixtures / "hf_gpt2").string() + " -n", scratch.path);
+    CHECK(flag.status == 1);
+    CHECK(flag.err.find("-n needs a value") != std::string::npos);
+}
