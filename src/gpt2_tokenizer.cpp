@@ -16,11 +16,14 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
-#include <optional>
 #include <queue>
+#include <span>
+#include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace shaped::text {
 
