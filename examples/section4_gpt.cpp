@@ -1,6 +1,7 @@
 // Section 4, a whole model: the chapter's attention inside nanoGPT's GPT, declared as a plain
-// struct of layers (its names, counts and summary come from that declaration), generating text
-// token by token through every block's KV cache, greedy and sampled.
+// struct of layers (its names, counts and summary come from that declaration), generating token
+// by token through every block's KV cache: the ids sampled with the caches are those of running
+// the whole sequence again at every step, from the same seed.
 #include <shaped/shaped.hpp>
 
 #include <algorithm>
@@ -25,10 +26,13 @@ int main() {
     std::cout << shaped::nn::summary(*model) << '\n';
 
     const std::vector<std::vector<shaped::models::token_id>> prompt{{1, 20, 43, 1}};
-    const auto greedy = shaped::models::generate(*model, prompt, {.max_new_tokens = 16, .how = {.temperature = 0}}, gen);
-    print_ids("greedy, with the caches: ", greedy[0].ids);
+    const shaped::models::sampling how{.temperature = 1.0, .top_k = 20};
+    shaped::Generator seeded(7);
+    const auto cached = shaped::models::generate(*model, prompt, {.max_new_tokens = 16, .how = how}, seeded);
+    print_ids("sampled (seed 7, top-k 20), with the caches:", cached[0].ids);
 
-    // The same by full recompute: every step runs the whole sequence again.
+    // The same by full recompute, from the same seed: every step runs the whole sequence again.
+    shaped::Generator again(7);
     std::vector<shaped::models::token_id> sequence = prompt[0];
     std::vector<shaped::models::token_id> recomputed;
     using B = shaped::dim<"B", 1>;
@@ -39,15 +43,11 @@ int main() {
         const auto logits = (*model)(ids);
         std::vector<float> last(Tiny::vocab_dim::extent);
         for (std::size_t v = 0; v < last.size(); ++v) last[v] = logits(0, sequence.size() - 1, v);
-        recomputed.push_back(static_cast<shaped::models::token_id>(
-            shaped::models::sample(std::span<const float>(last), {.temperature = 0}, gen)));
+        recomputed.push_back(static_cast<shaped::models::token_id>(shaped::models::sample(std::span<const float>(last), how, again)));
         sequence.push_back(recomputed.back());
     }
-    print_ids("greedy, by recompute:    ", recomputed);
-    std::cout << (recomputed == greedy[0].ids ? "the same ids\n" : "DIFFERENT ids\n");
-
-    shaped::Generator seeded(7);
-    const auto sampled = shaped::models::generate(*model, prompt, {.max_new_tokens = 16, .how = {.temperature = 1.0, .top_k = 20}}, seeded);
-    print_ids("sampled (seed 7, top-k 20):", sampled[0].ids);
-    return recomputed == greedy[0].ids ? 0 : 1;
+    print_ids("sampled (seed 7, top-k 20), by recompute:   ", recomputed);
+    const bool same = recomputed == cached[0].ids;
+    std::cout << (same ? "the same ids\n" : "DIFFERENT ids\n");
+    return same ? 0 : 1;
 }
