@@ -12,17 +12,6 @@ namespace shaped::io {
 
 namespace {
 
-// "(B=2, T, C=6)": each declared dim by name, with its extent when static.
-std::string format_declared(std::span<const detail::declared_dim> declared) {
-    std::string text = "(";
-    for (std::size_t i = 0; i < declared.size(); ++i) {
-        if (i > 0) text += ", ";
-        text += declared[i].name;
-        if (declared[i].extent) text += "=" + std::to_string(*declared[i].extent);
-    }
-    return text + ')';
-}
-
 // A static dim fits its extent exactly, a dynamic one whatever it is.
 bool fits(const detail::declared_dim& dim, std::size_t extent) { return !dim.extent || *dim.extent == extent; }
 
@@ -91,7 +80,7 @@ void check_shape_fits(const stored_tensor& stored, std::span<const declared_dim>
                                             (stored.shape.size() == 1 ? " dim, not " : " dims, not ") +
                                             std::to_string(declared.size());
     throw shape_error(std::string(stored.where) + ": the file's shape " + format_shape(stored.shape) +
-                      " does not fit the declared shape " + format_declared(declared) + ": " + why);
+                      " does not fit the declared shape " + shaped::detail::describe_shape(declared) + ": " + why);
 }
 
 }  // namespace detail

@@ -1,5 +1,4 @@
-// The text of nn::summary (nn/module.hpp): counts with thousands separators, shapes as
-// "(QKV=144, C=48)".
+// The text of nn::summary (nn/module.hpp): counts with thousands separators, lined up.
 
 #include <shaped/nn/module.hpp>
 
@@ -25,15 +24,6 @@ constexpr std::size_t count_column = 64;
 std::string with_count(std::string line, std::size_t count) {
     line.resize(std::max(line.size() + 2, count_column), ' ');
     return line + grouped(count) + (count == 1 ? " parameter" : " parameters");
-}
-
-std::string describe_shape(std::span<const std::string_view> names, std::span<const std::size_t> extents) {
-    std::string shape = "(";
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        if (i > 0) shape += ", ";
-        shape += std::string(names[i]) + "=" + std::to_string(extents[i]);
-    }
-    return shape + ")";
 }
 
 std::string summary_total(std::size_t count, std::size_t bytes) {

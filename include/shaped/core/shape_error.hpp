@@ -4,6 +4,8 @@
 // SHAPED_RULE_* macro, core/diagnostics.hpp), then the extents it found.
 
 #include <cstddef>
+#include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -19,6 +21,23 @@ namespace detail {
 
 inline std::string describe_dim(std::string_view name, std::size_t extent) {
     return std::string(name) + "(" + std::to_string(extent) + ")";
+}
+
+// A dim as a message names it: its name, and its extent when static.
+struct named_dim {
+    std::string_view name;
+    std::optional<std::size_t> extent;
+};
+
+// "(B=2, T, C=6)"
+inline std::string describe_shape(std::span<const named_dim> dims) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+        if (i > 0) text += ", ";
+        text += dims[i].name;
+        if (dims[i].extent) text += "=" + std::to_string(*dims[i].extent);
+    }
+    return text + ')';
 }
 
 // "shaped::<operation>: <rule>: <found>"

@@ -115,10 +115,7 @@ std::vector<tensor_bytes> parameter_bytes(const Layer& layer, std::string_view p
 namespace detail {
 
 // A declared dim as the shape check sees it: its name, and its extent when static.
-struct declared_dim {
-    std::string_view name;
-    std::optional<std::size_t> extent;
-};
+using declared_dim = shaped::detail::named_dim;
 
 template <Dim D>
 constexpr declared_dim declared() {

@@ -226,16 +226,16 @@ constexpr std::string_view type_name() {
     return scope == std::string_view::npos ? name : name.substr(scope + 2);
 }
 
-// "28,224 parameters" placed after line, at a fixed column; and "(QKV=144, C=48)".
+// "28,224 parameters" placed after line, at a fixed column.
 std::string with_count(std::string line, std::size_t count);
-std::string describe_shape(std::span<const std::string_view> names, std::span<const std::size_t> extents);
 
+// "c_attn.weight (QKV=144, C=48)"
 template <class P>
 std::string describe_parameter(std::string_view name) {
     return [&]<Dim... Ds>(dims<Ds...>) {
-        const std::array<std::string_view, sizeof...(Ds)> names{Ds::name.view()...};
-        const std::array<std::size_t, sizeof...(Ds)> extents{Ds::extent...};
-        return std::string(name) + " " + describe_shape(names, extents);
+        using shaped::detail::named_dim;
+        const std::array<named_dim, sizeof...(Ds)> shape{named_dim{Ds::name.view(), Ds::extent}...};
+        return std::string(name) + " " + shaped::detail::describe_shape(shape);
     }(dims_of<P>{});
 }
 
