@@ -152,11 +152,8 @@ auto GPT<Config, T>::operator()(const Ids& idx, std::array<Cache, Config::n_laye
                                 std::optional<typename Cache::lengths_type> counts) const {
     static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
     const auto ids = eval(idx);
-    typename Cache::lengths_type taken;
-    if (counts) taken = *counts;
-    else taken.fill(ids.extents()[1]);
     // The positions must exist before they are embedded: the caches hold the whole context.
-    for (const Cache& cache : caches) cache.check_room(taken);
+    const auto taken = blocks_type::check_room(caches, ids.extents()[1], counts);
     return logits(transformer.h(embed(ids, caches[0].lengths(), taken), caches, counts));
 }
 

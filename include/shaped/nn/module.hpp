@@ -338,14 +338,23 @@ public:
     template <StaticDim B, StaticDim S>
     using cache_type = typename detail::stack_caches<M, N, B, S>::type;
 
+    // The positions each batch row adds in a decoding step of n positions (counts[b] for row b,
+    // else all n); cache_overflow unless every cache has room for them.
+    template <class Cache>
+    static typename Cache::lengths_type check_room(const std::array<Cache, N>& caches, std::size_t n,
+                                                   const std::optional<typename Cache::lengths_type>& counts) {
+        typename Cache::lengths_type taken;
+        if (counts) taken = *counts;
+        else taken.fill(n);
+        for (const Cache& cache : caches) cache.check_room(taken);
+        return taken;
+    }
+
     // Decoding through every module, each with its own cache. A step that one cache cannot take
     // is refused before any cache changes: each is checked first, then all append.
     template <class X, class Cache>
     auto operator()(const X& x, std::array<Cache, N>& caches, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        typename Cache::lengths_type taken;
-        if (counts) taken = *counts;
-        else taken.fill(x.extents()[1]);
-        for (const Cache& cache : caches) cache.check_room(taken);
+        check_room(caches, x.extents()[1], counts);
         auto h = modules_[0](x, caches[0], counts);
         for (std::size_t i = 1; i < N; ++i) h = modules_[i](h, caches[i], counts);
         return h;
