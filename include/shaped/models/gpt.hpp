@@ -166,22 +166,15 @@ auto GPT<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>&
     constexpr std::size_t channels = Config::n_embd;
     const std::size_t n = ids.extents()[1];
     Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
-    const Tensor<typename Ids::value_type, B, Time> readable = [&] {
-        // The ids at padding positions may be anything: read as 0, they need no check.
-        auto clean = ids;
-        for (std::size_t b = 0; b < Batch; ++b)
-            for (std::size_t t = counts[b]; t < n; ++t) clean(b, t) = 0;
-        return clean;
-    }();
-    const auto tokens = transformer.wte(readable);
     for (std::size_t b = 0; b < Batch; ++b)
         for (std::size_t t = 0; t < n; ++t) {
             T* out = x.data() + (b * n + t) * channels;
-            const T* token = tokens.data() + (b * n + t) * channels;
+            // The ids at padding positions may be anything: they are not read.
             if (t >= counts[b]) {
                 std::fill_n(out, channels, T(0));
                 continue;
             }
+            const T* token = transformer.wte.row(ids(b, t), b * n + t);
             const T* position = transformer.wpe.row(starts[b] + t);
             for (std::size_t c = 0; c < channels; ++c) out[c] = token[c] + position[c];
         }

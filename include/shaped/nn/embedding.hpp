@@ -2,9 +2,9 @@
 // nn::Embedding<V, C, T>: torch.nn.Embedding(V, C), a table of V rows of C values; weight is
 // (V, C), as PyTorch stores it, initialised N(0, 1) as PyTorch does.
 //
-//   table(ids)   ids (..., ) integers -> (..., C): row ids[i] of the table for each id. An id
-//                outside [0, V) is a shape_error naming it, its place and V.
-//   table.row(i) row i itself, read in place.
+//   table(ids)       ids (..., ) integers -> (..., C): row ids[i] of the table for each id. An
+//                    id outside [0, V) is a shape_error naming it, its place and V.
+//   table.row(id)    row id itself, read in place, checked the same way.
 
 #include <shaped/nn/module.hpp>
 #include <shaped/tensor.hpp>
@@ -14,6 +14,7 @@
 #include <concepts>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace shaped::nn {
 
@@ -38,16 +39,17 @@ public:
         std::copy_n(stored.extents().begin(), rank_of<Ids>, extents.begin());
         extents.back() = C::extent;
         Out out{typename Out::shape_type(extents)};
-        for (std::size_t i = 0; i < stored.size(); ++i) {
-            const auto id = stored.data()[i];
-            check_id(id, i);
-            std::copy_n(row(static_cast<std::size_t>(id)), C::extent, out.data() + i * C::extent);
-        }
+        for (std::size_t i = 0; i < stored.size(); ++i)
+            std::copy_n(row(stored.data()[i], i), C::extent, out.data() + i * C::extent);
         return out;
     }
 
-    // Row i's C values, contiguous.
-    const T* row(std::size_t i) const { return weight.data() + i * C::extent; }
+    // Row id's C values, contiguous; `at` is the id's place among the ids, for the message.
+    template <std::integral Id>
+    const T* row(Id id, std::size_t at = 0) const {
+        check_id(id, at);
+        return weight.data() + static_cast<std::size_t>(id) * C::extent;
+    }
 
     BOOST_HANA_DEFINE_STRUCT(Embedding,
         (Tensor<T, V, C>, weight));
@@ -55,7 +57,7 @@ public:
 private:
     template <class Id>
     static void check_id(Id id, std::size_t at) {
-        if (id < 0 || static_cast<std::size_t>(id) >= V::extent)
+        if (std::cmp_less(id, 0) || std::cmp_greater_equal(id, V::extent))
             throw shape_error("shaped::nn::Embedding: id " + std::to_string(id) + " (element " + std::to_string(at) +
                               " of the ids) is outside the table's " + shaped::detail::describe_dim(V::name.view(), V::extent) +
                               " rows");
