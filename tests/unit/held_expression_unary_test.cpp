@@ -8,9 +8,10 @@ namespace consume {
 using namespace held;
 
 HELD_CONSUMER(gelu, return shaped::eval(shaped::gelu(std::forward<E>(e)));)
+HELD_CONSUMER(gelu_tanh, return shaped::eval(shaped::gelu_tanh(std::forward<E>(e)));)
 HELD_CONSUMER(cast_double, return shaped::eval(shaped::cast<double>(std::forward<E>(e)));)
 
-using all = std::tuple<gelu, cast_double>;
+using all = std::tuple<gelu, gelu_tanh, cast_double>;
 
 }  // namespace consume
 }  // namespace
