@@ -32,6 +32,17 @@ with GPT-2's tanh GELU ("gelu_new"), written as a Hugging Face GPT-2 directory, 
 weights stored (in, out), the attn.bias and attn.masked_bias buffers present); its ids, logits
 and greedy continuation (HF_NEW_TOKENS ids, each the argmax of a full forward) as
 hf_gpt2_idx.npy, hf_gpt2_logits.npy, hf_gpt2_greedy.npy.
+
+The Llama family is a reference written from llama2.c's model.py: RMSNorm, rotary embedding on
+q and k, causal grouped-query attention, a SwiGLU FFN, pre-norm blocks. The rotary pairing is
+adjacent (elements 2i, 2i+1: Meta's and llama2.c's) or halves (i, i + head_size/2: Hugging
+Face's rotate_half, whose checkpoints permute q and k so that both give the same model, which
+is asserted here). llama2.c's stories260K.bin is read from ../shared/models beside the clone,
+never copied: its greedy ids from BOS (STORIES_STEPS of them, with a KV cache, asserted equal
+to full recompute) and the logits each was chosen from as stories260k_greedy.npy and
+stories260k_logits.npy. A tiny Llama with grouped heads in Hugging Face's layout and pairing is
+drawn from torch.manual_seed(HF_LLAMA_SEED): hf_llama/ (config.json, model.safetensors with
+LlamaForCausalLM's names), its ids and logits as hf_llama_idx.npy, hf_llama_logits.npy.
 """
 
 import argparse
@@ -64,6 +75,17 @@ HF_SEED = 6262
 HF_CONFIG = dict(vocab_size=67, block_size=64, n_layer=2, n_head=3, n_embd=24)
 HF_B, HF_T, HF_NEW_TOKENS = 2, 5, 32
 GPT2_124M = dict(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
+# llama2.c's stories260K checkpoint, beside the clone as tests/CMakeLists.txt finds ../shared.
+STORIES_BIN = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "models" / "stories260K.bin"
+STORIES_BOS = 1  # llama2.c's BOS token id
+STORIES_STEPS = 256  # greedy steps from BOS, each one id and its logits
+STORIES_CHECK_STEPS = 20  # steps decoded again by full recompute, which the cache must equal
+RMS_EPS = 1e-5
+ROPE_THETA = 10000.0
+HF_LLAMA_SEED = 7373
+HF_LLAMA_CONFIG = dict(vocab_size=67, dim=24, hidden_dim=40, n_layers=2, n_heads=6, n_kv_heads=2,
+                       seq_len=32)
+HF_LLAMA_B, HF_LLAMA_T = 2, 7
 
 
 def causal_attention(q, k, v, scale):
@@ -185,6 +207,303 @@ class GPT(nn.Module):
         if targets is not None:
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
         return logits, loss
+
+
+def rms_norm(x, weight, eps=RMS_EPS):
+    """llama2.c's RMSNorm: x * rsqrt(mean(x^2) + eps), taken in float32 (or float64, never
+    narrower), times the gain."""
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
+    return (wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * weight
+
+
+def rotary_cos_sin(head_size, positions, theta=ROPE_THETA):
+    """cos and sin (T, head_size/2) of position * theta^(-2i/head_size), in float32 as llama2.c's
+    model.py and run.c compute them, whatever the forward's dtype: the tables are part of the
+    model's definition (in float64 they differ by 1e-6, which moves stories260K's logits by 4e-5)."""
+    freqs = 1.0 / theta ** (torch.arange(0, head_size, 2).float() / head_size)
+    angles = torch.outer(positions.float(), freqs)
+    return angles.cos(), angles.sin()
+
+
+def rotate_adjacent(x, cos, sin):
+    """Rotary embedding of x (B, T, heads, head_size) with adjacent pairs (Meta's, llama2.c's):
+    pair i is elements 2i and 2i+1."""
+    a, b = x[..., 0::2], x[..., 1::2]
+    cos, sin = cos[:, None, :], sin[:, None, :]  # broadcast over batch and heads
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+
+
+def rotate_halves(x, cos, sin):
+    """Rotary embedding with Hugging Face's rotate_half pairing: pair i is elements i and
+    i + head_size/2."""
+    half = x.shape[-1] // 2
+    a, b = x[..., :half], x[..., half:]
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
+ROTARY = {"adjacent": rotate_adjacent, "halves": rotate_halves}
+
+
+def llama_attention(x, w, prefix, config, cos, sin, rotate, cache):
+    """Causal grouped-query attention: query head h reads key/value head h // (n_heads /
+    n_kv_heads). `cache` (a dict, or None for no cache) holds this layer's earlier keys and
+    values, so x's first token sits at absolute position len(cache keys)."""
+    b, t, dim = x.shape
+    n_heads, n_kv_heads = config["n_heads"], config["n_kv_heads"]
+    head_size = dim // n_heads
+    q = F.linear(x, w[prefix + "attention.wq.weight"]).view(b, t, n_heads, head_size)
+    k = F.linear(x, w[prefix + "attention.wk.weight"]).view(b, t, n_kv_heads, head_size)
+    v = F.linear(x, w[prefix + "attention.wv.weight"]).view(b, t, n_kv_heads, head_size)
+    q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+    start = 0
+    if cache is not None:
+        if "k" in cache:
+            start = cache["k"].shape[1]
+            k, v = torch.cat([cache["k"], k], dim=1), torch.cat([cache["v"], v], dim=1)
+        cache["k"], cache["v"] = k, v
+    # repeat_interleave puts kv head j at query heads j*n_rep .. j*n_rep + n_rep - 1.
+    n_rep = n_heads // n_kv_heads
+    k, v = k.repeat_interleave(n_rep, dim=2), v.repeat_interleave(n_rep, dim=2)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, T, hs)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(head_size)
+    # Query i is at position start + i and sees keys 0 .. start + i.
+    visible = torch.ones(t, start + t, dtype=torch.bool).tril(diagonal=start)
+    scores = scores.masked_fill(~visible, float("-inf"))
+    y = F.softmax(scores, dim=-1) @ v
+    return F.linear(y.transpose(1, 2).reshape(b, t, dim), w[prefix + "attention.wo.weight"])
+
+
+def llama_forward(w, config, tokens, pairing="adjacent", caches=None):
+    """A Llama as llama2.c's model.py defines it, over a dict of its tensors named as model.py's
+    state_dict: pre-norm blocks of attention and a SwiGLU FFN w2(silu(w1 x) * w3 x), the final
+    RMSNorm, logits = x @ output.weight^T. tokens (B, T) -> logits (B, T, vocab). With `caches`
+    (one dict a layer) the tokens continue the cached ones, at the positions after them."""
+    start = caches[0]["k"].shape[1] if caches and "k" in caches[0] else 0
+    head_size = config["dim"] // config["n_heads"]
+    x = w["tok_embeddings.weight"][tokens]
+    # Tables for every position, then the rows of these tokens' positions, as model.py slices its
+    # precomputed ones: the cached and the full forward then use the same values to the bit.
+    cos, sin = (table[start:start + tokens.shape[1]].to(x.dtype)
+                for table in rotary_cos_sin(head_size, torch.arange(config["seq_len"])))
+    for layer in range(config["n_layers"]):
+        p = f"layers.{layer}."
+        cache = caches[layer] if caches is not None else None
+        x = x + llama_attention(rms_norm(x, w[p + "attention_norm.weight"]), w, p, config, cos, sin,
+                                ROTARY[pairing], cache)
+        h = rms_norm(x, w[p + "ffn_norm.weight"])
+        x = x + F.linear(F.silu(F.linear(h, w[p + "feed_forward.w1.weight"]))
+                         * F.linear(h, w[p + "feed_forward.w3.weight"]), w[p + "feed_forward.w2.weight"])
+    return F.linear(rms_norm(x, w["norm.weight"]), w["output.weight"])
+
+
+def read_llama2c(path):
+    """llama2.c's version-0 checkpoint: seven little-endian int32 (dim, hidden_dim, n_layers,
+    n_heads, n_kv_heads, vocab_size, seq_len; a negative vocab_size means a separate classifier),
+    then float32 arrays, all layers of one kind together. Returns the config and model.py's
+    state_dict names; the file's size must be exactly what the header implies."""
+    if not path.is_file():
+        raise SystemExit(f"make_fixtures.py: {path} not found (llama2.c's stories260K.bin, read from "
+                         "../shared/models beside the clone)")
+    data = path.read_bytes()
+    names = ("dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len")
+    config = dict(zip(names, struct.unpack_from("<7i", data)))
+    shared_classifier = config["vocab_size"] > 0
+    config["vocab_size"] = abs(config["vocab_size"])
+    dim, hidden, n_layers = config["dim"], config["hidden_dim"], config["n_layers"]
+    head_size = dim // config["n_heads"]
+    kv_dim = head_size * config["n_kv_heads"]
+    vocab, seq_len = config["vocab_size"], config["seq_len"]
+    layout = [("tok_embeddings.weight", (vocab, dim)), ("attention_norm", (n_layers, dim)),
+              ("attention.wq", (n_layers, dim, dim)), ("attention.wk", (n_layers, kv_dim, dim)),
+              ("attention.wv", (n_layers, kv_dim, dim)), ("attention.wo", (n_layers, dim, dim)),
+              ("ffn_norm", (n_layers, dim)), ("feed_forward.w1", (n_layers, hidden, dim)),
+              ("feed_forward.w2", (n_layers, dim, hidden)), ("feed_forward.w3", (n_layers, hidden, dim)),
+              ("norm.weight", (dim,)),
+              # The legacy rotary tables (cos, then sin), which the model recomputes.
+              ("freq_cis_real", (seq_len, head_size // 2)), ("freq_cis_imag", (seq_len, head_size // 2))]
+    if not shared_classifier:
+        layout.append(("output.weight", (vocab, dim)))
+    offset = struct.calcsize("<7i")
+    expected = offset + 4 * sum(math.prod(shape) for _, shape in layout)
+    if len(data) != expected:
+        raise SystemExit(f"make_fixtures.py: {path} is {len(data)} bytes, but its header "
+                         f"{config} (classifier {'tied' if shared_classifier else 'separate'}) "
+                         f"implies {expected}")
+    w = {}
+    for name, shape in layout:
+        count = math.prod(shape)
+        array = np.frombuffer(data, dtype="<f4", count=count, offset=offset).reshape(shape)
+        offset += 4 * count
+        tensor = torch.from_numpy(array.astype(np.float32))  # a copy, writable and native-endian
+        if name.endswith(".weight") or name.startswith("freq_cis"):
+            w[name] = tensor
+        else:  # one array for all layers, (n_layers, ...)
+            for layer in range(n_layers):
+                w[f"layers.{layer}.{name}.weight"] = tensor[layer]
+    if shared_classifier:
+        w["output.weight"] = w["tok_embeddings.weight"]
+    return config, w
+
+
+def greedy_llama(w, config, first, steps, cached):
+    """Greedy decoding from the id `first`: feed it at position 0, take the argmax of the logits,
+    feed that at the next position, ... Returns the `steps` chosen ids and, row s, the logits id
+    s was chosen from. `cached` keeps each layer's keys and values; otherwise every step is a
+    full forward of all the ids fed so far."""
+    caches = [{} for _ in range(config["n_layers"])] if cached else None
+    fed, ids, rows = [first], [], []
+    for _ in range(steps):
+        tokens = torch.tensor([fed[-1:] if cached else fed])
+        logits = llama_forward(w, config, tokens, caches=caches)[0, -1]
+        rows.append(logits)
+        ids.append(int(logits.argmax()))
+        fed.append(ids[-1])
+    return torch.tensor(ids), torch.stack(rows)
+
+
+def permute_for_hf(weight, n_heads):
+    """convert_llama_weights_to_hf.py's permute of q and k: within each head, element 2i + j
+    moves to j * head_size/2 + i, so halves pairing on the result is adjacent pairing on Meta's."""
+    rows, cols = weight.shape
+    return weight.view(n_heads, rows // n_heads // 2, 2, cols).transpose(1, 2).reshape(rows, cols)
+
+
+def unpermute_from_hf(weight, n_heads):
+    """The inverse of permute_for_hf: a Hugging Face q or k weight back in Meta's layout."""
+    rows, cols = weight.shape
+    return weight.view(n_heads, 2, rows // n_heads // 2, cols).transpose(1, 2).reshape(rows, cols)
+
+
+def check_hf_permutation(meta, config, tokens):
+    """Halves pairing on permuted q and k must be adjacent pairing on the original weights: exactly
+    for one rotation, to rounding for the model (the permutation reorders the sums of q.k)."""
+    head_size = config["dim"] // config["n_heads"]
+    x = torch.randn(2, 5, 3, head_size, generator=torch.Generator().manual_seed(0))
+    cos, sin = rotary_cos_sin(head_size, torch.arange(5))
+    per_head = lambda t: t.unflatten(-1, (head_size // 2, 2)).transpose(-1, -2).flatten(-2)
+    assert torch.equal(rotate_halves(per_head(x), cos, sin), per_head(rotate_adjacent(x, cos, sin)))
+    hf = dict(meta)
+    for layer in range(config["n_layers"]):
+        for name, heads in (("wq", config["n_heads"]), ("wk", config["n_kv_heads"])):
+            key = f"layers.{layer}.attention.{name}.weight"
+            hf[key] = permute_for_hf(meta[key], heads)
+            assert torch.equal(unpermute_from_hf(hf[key], heads), meta[key])
+    adjacent = llama_forward(meta, config, tokens, pairing="adjacent")
+    halves = llama_forward(hf, config, tokens, pairing="halves")
+    difference = (adjacent - halves).abs().max().item()
+    assert difference <= 1e-5 * max(1.0, adjacent.abs().max().item()), difference
+    return difference
+
+
+# Hugging Face's LlamaForCausalLM names of model.py's tensors, a layer's with "N" for its index.
+HF_LLAMA_NAMES = {
+    "tok_embeddings.weight": "model.embed_tokens.weight",
+    "layers.N.attention_norm.weight": "model.layers.N.input_layernorm.weight",
+    "layers.N.attention.wq.weight": "model.layers.N.self_attn.q_proj.weight",
+    "layers.N.attention.wk.weight": "model.layers.N.self_attn.k_proj.weight",
+    "layers.N.attention.wv.weight": "model.layers.N.self_attn.v_proj.weight",
+    "layers.N.attention.wo.weight": "model.layers.N.self_attn.o_proj.weight",
+    "layers.N.ffn_norm.weight": "model.layers.N.post_attention_layernorm.weight",
+    "layers.N.feed_forward.w1.weight": "model.layers.N.mlp.gate_proj.weight",
+    "layers.N.feed_forward.w3.weight": "model.layers.N.mlp.up_proj.weight",
+    "layers.N.feed_forward.w2.weight": "model.layers.N.mlp.down_proj.weight",
+    "norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+
+
+def decode_stories260k(w, config):
+    """stories260K's greedy decoding from BOS with a KV cache, checked against full recompute:
+    each of the first steps decoded again, then one forward of every id fed (the mask is causal,
+    so row s of it is step s's full recompute). Returns the ids, logits, and the largest
+    difference between the cached and recomputed logits."""
+    ids, logits = greedy_llama(w, config, STORIES_BOS, STORIES_STEPS, cached=True)
+    check_ids, check_logits = greedy_llama(w, config, STORIES_BOS, STORIES_CHECK_STEPS, cached=False)
+    assert torch.equal(check_ids, ids[:STORIES_CHECK_STEPS])
+    fed = torch.cat([torch.tensor([STORIES_BOS]), ids[:-1]])[None]
+    whole = llama_forward(w, config, fed)[0]
+    assert torch.equal(whole.argmax(dim=-1), ids)
+    difference = max((check_logits - logits[:STORIES_CHECK_STEPS]).abs().max().item(),
+                     (whole - logits).abs().max().item())
+    assert difference <= 1e-4, difference
+    return ids, logits, difference
+
+
+def hf_llama_name(name):
+    """The Hugging Face name of one of model.py's tensors."""
+    parts = name.split(".")
+    if parts[0] != "layers":
+        return HF_LLAMA_NAMES[name]
+    return HF_LLAMA_NAMES[".".join(["layers", "N"] + parts[2:])].replace(".N.", f".{parts[1]}.")
+
+
+def compute_stories260k():
+    """stories260K's greedy ids from BOS and the logits of each step. The fixture's logits are
+    a float64 forward's (with float32 rotary tables, rounded to float32 at the end): a float32
+    forward's own rounding, about 6e-5 at these logits' size (|logit| up to 22), would otherwise
+    add to the C++ side's and take most of the 1e-4 it is given. The float32 forward must choose
+    the same ids and agree to 1e-4."""
+    config, w = read_llama2c(STORIES_BIN)
+    head_size = config["dim"] // config["n_heads"]
+    # The legacy tables should be the cos and sin the model recomputes: a check on the reader.
+    cos, sin = rotary_cos_sin(head_size, torch.arange(config["seq_len"]))
+    assert torch.allclose(w.pop("freq_cis_real"), cos, atol=1e-4)
+    assert torch.allclose(w.pop("freq_cis_imag"), sin, atol=1e-4)
+    ids32, logits32, cache_difference32 = decode_stories260k(w, config)
+    ids, logits, cache_difference = decode_stories260k({k: v.double() for k, v in w.items()}, config)
+    assert torch.equal(ids, ids32)
+    float32_difference = (logits - logits32).abs().max().item()
+    assert float32_difference <= 1e-4, float32_difference
+    fed = torch.cat([torch.tensor([STORIES_BOS]), ids[:-1]])[None]
+    permutation_difference = check_hf_permutation(w, config, fed[:, :32])
+    top2 = logits.topk(2, dim=-1).values
+    runs = torch.unique_consecutive(ids, return_counts=True)[1]
+    summary = {"first ids": ids[:20].tolist(), "distinct ids": len(set(ids.tolist())),
+               "longest run of one id": runs.max().item(),
+               "cache vs recompute max |diff| (float32, float64)": (cache_difference32, cache_difference),
+               "float32 vs float64 max |diff|": float32_difference,
+               "smallest top-2 margin": (top2[:, 0] - top2[:, 1]).min().item(),
+               "mean top-1 probability": F.softmax(logits, dim=-1).max(dim=-1).values.mean().item(),
+               "HF permutation max |diff|": permutation_difference}
+    return {"stories260k_logits": logits}, {"stories260k_greedy": ids}, summary
+
+
+def compute_hf_llama():
+    """A tiny Llama with grouped heads and random weights, in Hugging Face's layout and pairing:
+    its tensors and config.json, ids and logits."""
+    torch.manual_seed(HF_LLAMA_SEED)
+    c = HF_LLAMA_CONFIG
+    dim, hidden, kv_dim = c["dim"], c["hidden_dim"], c["dim"] // c["n_heads"] * c["n_kv_heads"]
+    shapes = {"attention.wq": (dim, dim), "attention.wk": (kv_dim, dim), "attention.wv": (kv_dim, dim),
+              "attention.wo": (dim, dim), "feed_forward.w1": (hidden, dim),
+              "feed_forward.w2": (dim, hidden), "feed_forward.w3": (hidden, dim)}
+    w = {"tok_embeddings.weight": torch.randn(c["vocab_size"], dim)}
+    for layer in range(c["n_layers"]):
+        p = f"layers.{layer}."
+        # Gains drawn around 1 rather than ones, which would not show a swapped name.
+        w[p + "attention_norm.weight"] = 1 + 0.5 * torch.randn(dim)
+        for name, shape in shapes.items():  # std 1/sqrt(fan_in), so every layer matters
+            w[p + name + ".weight"] = torch.randn(shape) / math.sqrt(shape[1])
+        w[p + "ffn_norm.weight"] = 1 + 0.5 * torch.randn(dim)
+    w["norm.weight"] = 1 + 0.5 * torch.randn(dim)
+    w["output.weight"] = torch.randn(c["vocab_size"], dim) / math.sqrt(dim)  # untied
+    idx = torch.randint(0, c["vocab_size"], (HF_LLAMA_B, HF_LLAMA_T))
+    logits = llama_forward(w, c, idx, pairing="halves")
+    # The same model in Meta's layout, with adjacent pairing, must give the same logits.
+    meta = dict(w)
+    for layer in range(c["n_layers"]):
+        for name, heads in (("wq", c["n_heads"]), ("wk", c["n_kv_heads"])):
+            key = f"layers.{layer}.attention.{name}.weight"
+            meta[key] = unpermute_from_hf(w[key], heads)
+    check_hf_permutation(meta, c, idx)
+    tensors = {hf_llama_name(name): tensor for name, tensor in w.items()}
+    config = {"architectures": ["LlamaForCausalLM"], "hidden_act": "silu", "hidden_size": dim,
+              "intermediate_size": hidden, "max_position_embeddings": c["seq_len"], "model_type": "llama",
+              "num_attention_heads": c["n_heads"], "num_hidden_layers": c["n_layers"],
+              "num_key_value_heads": c["n_kv_heads"], "rms_norm_eps": RMS_EPS, "rope_theta": ROPE_THETA,
+              "tie_word_embeddings": False, "torch_dtype": "float32", "vocab_size": c["vocab_size"]}
+    return tensors, config, {"hf_llama_logits": logits}, {"hf_llama_idx": idx}
 
 
 SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
@@ -339,11 +658,20 @@ def main():
         block_state_dict, block_fixtures = compute_block()
         gpt_state_dict, gpt_fixtures, gpt_ids = compute_gpt()
         hf_tensors, hf_config, hf_fixtures, hf_ids = compute_hf_gpt2()
+        llama_tensors, llama_config, llama_fixtures, llama_ids = compute_hf_llama()
+        # Only what is asked for needs the checkpoint beside the clone.
+        stories = any(wanted(f"stories260k_{name}.npy") for name in ("greedy", "logits"))
+        if stories:
+            stories_fixtures, stories_ids, stories_summary = compute_stories260k()
+            fixtures.update(stories_fixtures)
+            gpt_ids.update(stories_ids)
     fixtures.update(attention_fixtures)
     fixtures.update(block_fixtures)
     fixtures.update(gpt_fixtures)
     fixtures.update(hf_fixtures)
+    fixtures.update(llama_fixtures)
     gpt_ids.update(hf_ids)
+    gpt_ids.update(llama_ids)
     print(f"torch {torch.__version__}, numpy {np.__version__}, seed {SEED} -> {FIXTURES}")
     for name, tensor in fixtures.items():
         if not wanted(f"{name}.npy"):
@@ -369,6 +697,14 @@ def main():
         save_safetensors(FIXTURES / "hf_gpt2" / "model.safetensors", hf_tensors, {"format": "pt"})
         (FIXTURES / "hf_gpt2" / "config.json").write_text(json.dumps(hf_config, indent=2) + "\n")
         print(f"  hf_gpt2/           {len(hf_tensors)} tensors, config.json")
+    if wanted("hf_llama"):
+        (FIXTURES / "hf_llama").mkdir(exist_ok=True)
+        save_safetensors(FIXTURES / "hf_llama" / "model.safetensors", llama_tensors, {"format": "pt"})
+        (FIXTURES / "hf_llama" / "config.json").write_text(json.dumps(llama_config, indent=2) + "\n")
+        print(f"  hf_llama/          {len(llama_tensors)} tensors, config.json")
+    if stories:
+        for key, value in stories_summary.items():
+            print(f"  stories260K {key}: {value}")
     if wanted("gpt2_124m_parameters.txt"):
         (FIXTURES / "gpt2_124m_parameters.txt").write_text(gpt2_124m_parameters())
         print("  gpt2_124m_parameters.txt")
