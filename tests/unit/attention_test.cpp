@@ -2,10 +2,11 @@
 // scores), and against the same expression evaluated step by step: sizes around the kernel's
 // blocks, static and dynamic T, float and double, strided operands, other masks.
 
+#include "reference.hpp"
+
 #include <shaped/shaped.hpp>
 
 #include <catch2/catch.hpp>
-#include <cblas.h>
 
 #include <cmath>
 #include <limits>
@@ -117,15 +118,6 @@ auto stepwise_attention(const Q& q, const K& k, const M& tril, const V& v, S sca
     wei = shaped::softmax<-1>(wei);
     return shaped::eval(shaped::matmul(wei, v));
 }
-
-class threads_for_test {
-public:
-    explicit threads_for_test(int n) : before_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
-    ~threads_for_test() { openblas_set_num_threads(before_); }
-
-private:
-    int before_;
-};
 
 }  // namespace
 
@@ -370,11 +362,11 @@ TEST_CASE("fused attention over batch x heads in parallel gives the serial numbe
     const auto v = shaped::randn<float, B, NH, Td, Hd>(gen, Td{t}, Hd{64});
     shaped::Tensor<float, B, NH, Td, Hd> serial(Td{t}, Hd{64}), parallel(Td{t}, Hd{64});
     {
-        threads_for_test one(1);
+        ref::threads_for_test one(1);
         serial = shaped::causal_attention(q, k, v, 0.125f);
     }
     {
-        threads_for_test two(2);
+        ref::threads_for_test two(2);
         REQUIRE(shaped::kernels::thread_count() == 2);
         parallel = shaped::causal_attention(q, k, v, 0.125f);
     }

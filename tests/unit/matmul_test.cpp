@@ -77,6 +77,39 @@ TEMPLATE_TEST_CASE("matmul: batched, dynamic dims, against the naive loop", "[ma
     }
 }
 
+// Decoding's products are one row against a weight matrix, x (1, K) @ W (N, K)^T, and a
+// matrix against one column: shaped multiplies their rows itself, a block of rows at a time,
+// a vector of columns at a time, split over the threads when the matrix is large. Sizes just
+// under, at and past a vector (16 floats with AVX-512), a block of 8 rows, and a thread's share.
+TEMPLATE_TEST_CASE("matmul: a row times a matrix's transpose, and a matrix times a column, against the naive loop",
+                   "[matmul]", float, double) {
+    using V = TestType;
+    const std::size_t k = GENERATE(1, 15, 16, 17, 100, 773);
+    const std::size_t n = GENERATE(1, 7, 8, 9, 70, 1029);
+    const int threads = GENERATE(1, 2);
+    INFO("K=" << k << " N=" << n << " threads=" << threads);
+    ref::threads_for_test using_threads(threads);
+    shaped::Tensor<V, Md, Kd> x(Md{1}, Kd{k});
+    shaped::Tensor<V, Nd, Kd> w(Nd{n}, Kd{k});
+    shaped::Tensor<V, Md, Nd> out(Md{1}, Nd{n});
+    ref::fill(x, k + 1);
+    ref::fill(w, n * 10 + k);
+    ref::fill(out, 3);
+    const auto product = ref::matmul(ref::values(x), ref::transpose(ref::values(w), 1, n, k), 1, 1, n, k, 0, 0);
+    const double tol = ref::tolerance<V>(k);
+
+    const shaped::Tensor<V, Md, Nd> y = shaped::matmul(x, w.mT());
+    ref::require_close(ref::values(y), product, tol);
+    // Scaled, and added to what the target holds.
+    auto want = ref::values(out);
+    for (std::size_t j = 0; j < n; ++j) want[j] += V{2} * product[j];
+    out = out + shaped::matmul(x, w.mT()) * V{2};
+    ref::require_close(ref::values(out), want, tol);
+    // W @ x^T: the same products as a column, (N, 1), written with the column's stride.
+    const shaped::Tensor<V, Nd, Md> column = shaped::matmul(w, x.mT());
+    ref::require_close(ref::values(column), product, tol);
+}
+
 TEMPLATE_TEST_CASE("matmul: transposed operands through mT()", "[matmul]", float, double) {
     using V = TestType;
     for (const auto [b, m, n, k] : sweep()) {

@@ -5,6 +5,7 @@
 #include <shaped/shaped.hpp>
 
 #include <catch2/catch.hpp>
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,18 @@
 #include <vector>
 
 namespace ref {
+
+// The threads OpenBLAS, and so shaped's own parallel loops, use while it lives.
+class threads_for_test {
+public:
+    explicit threads_for_test(int n) : before_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
+    ~threads_for_test() { openblas_set_num_threads(before_); }
+    threads_for_test(const threads_for_test&) = delete;
+    threads_for_test& operator=(const threads_for_test&) = delete;
+
+private:
+    int before_;
+};
 
 // The elements of a Tensor (or anything evaluated to one), row-major, in double.
 template <class X>
