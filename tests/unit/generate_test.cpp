@@ -206,3 +206,25 @@ TEST_CASE("generate and GPT refuse inputs that do not fit, naming them", "[gener
     CHECK_THROWS_AS((*model)(more, *caches), shaped::nn::cache_overflow);
     for (const auto& cache : *caches) CHECK(cache.length() == 20);
 }
+
+TEST_CASE("GPT's next_logits are the last logits of each row's decoding step, ragged rows too", "[generate]") {
+    const auto model = tiny_model(9);
+    using B2 = shaped::dim<"B", 2>;
+    auto full = std::make_unique<Tiny::cache_type<B2>>();
+    auto next = std::make_unique<Tiny::cache_type<B2>>();
+    shaped::Tensor<models_token, B2, Td> ids(Td{5});
+    for (std::size_t i = 0; i < ids.size(); ++i) ids.data()[i] = static_cast<models_token>((i * 7) % 23);
+    // Row 0 takes 5 positions, row 1 only 3; then row 0 none and row 1 one.
+    for (const std::array<std::size_t, 2> counts : {std::array<std::size_t, 2>{5, 3}, std::array<std::size_t, 2>{0, 1}}) {
+        const auto logits = (*model)(ids, *full, counts);
+        const auto last = model->next_logits(ids, *next, counts);
+        REQUIRE(last.extents() == std::array<std::size_t, 2>{2, 23});
+        for (std::size_t b = 0; b < 2; ++b) {
+            if (counts[b] == 0) continue;
+            INFO("row " << b << " of counts " << counts[0] << ", " << counts[1]);
+            // lm_head over one position a row sums in another order than over all of them.
+            for (std::size_t v = 0; v < 23; ++v) CHECK(last(b, v) == Approx(logits(b, counts[b] - 1, v)).margin(1e-5));
+        }
+        for (std::size_t layer = 0; layer < 2; ++layer) CHECK((*next)[layer].lengths() == (*full)[layer].lengths());
+    }
+}

@@ -92,10 +92,9 @@ std::vector<generated> generate(const Model& model, const std::vector<std::vecto
         Tensor<token_id, B, Time> ids{Shape<B, Time>({Batch, n})};
         for (std::size_t b = 0; b < Batch; ++b)
             for (std::size_t t = 0; t < n; ++t) ids(b, t) = t < counts[b] ? id_at(b, t) : 0;
-        const auto logits = model(ids, *caches, counts);
+        const auto logits = model.next_logits(ids, *caches, counts);
         for (std::size_t b = 0; b < Batch; ++b)
-            if (counts[b] > 0)
-                for (std::size_t v = 0; v < V::extent; ++v) last[b][v] = logits(b, counts[b] - 1, v);
+            if (counts[b] > 0) std::copy_n(logits.data() + b * V::extent, V::extent, last[b].data());
     };
     const std::size_t chunk = std::max<std::size_t>(options.prefill_chunk, 1);
     for (;;) {

@@ -13,6 +13,8 @@
 //   model(idx)                 logits (B, T, V) for ids (B, T)
 //   model(idx, caches)         decoding: the next n ids of every row through every block's cache
 //                              (cache_type<B>), logits (B, n, V); with counts, a ragged batch
+//   model.next_logits(idx, caches)   the same step, but only each row's last logits, (B, V):
+//                              what sampling the next id needs (lm_head over one position a row)
 //   cross_entropy(logits, targets)   F.cross_entropy's mean, ignore_index -1
 
 #include <shaped/nn.hpp>
@@ -24,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace shaped::models {
 
@@ -89,6 +92,12 @@ public:
     auto operator()(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
 
+    // That decoding step's logits at each row's last new position (counts[b] - 1), (B, V); a
+    // row that takes no position gives the logits of its padding (a zero input).
+    template <Expression Ids, class Cache>
+    auto next_logits(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
+                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
+
     BOOST_HANA_DEFINE_STRUCT(GPT,
         (Transformer, transformer));
 
@@ -97,9 +106,16 @@ private:
     template <class Ids, std::size_t Batch>
     auto embed(const Ids& ids, const std::array<std::size_t, Batch>& starts, const std::array<std::size_t, Batch>& counts) const;
 
+    // A decoding step through every block: the last block's output (B, n, C), and the
+    // positions each row took.
+    template <class Ids, class Cache>
+    auto decode_blocks(const Ids& ids, std::array<Cache, Config::n_layer>& caches,
+                       const std::optional<typename Cache::lengths_type>& counts) const;
+
+    // (..., C) -> (..., V)
     template <class X>
     auto logits(const X& x) const {
-        using Out = tensor_for<T, replace_at<2, vocab_dim, dims_of<X>>>;
+        using Out = tensor_for<T, replace_at<rank_of<X> - 1, vocab_dim, dims_of<X>>>;
         return Out(matmul(transformer.ln_f(x), transformer.wte.weight.mT()));
     }
 };
@@ -151,10 +167,32 @@ template <Expression Ids, class Cache>
 auto GPT<Config, T>::operator()(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
                                 std::optional<typename Cache::lengths_type> counts) const {
     static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
-    const auto ids = eval(idx);
+    return logits(decode_blocks(eval(idx), caches, counts).first);
+}
+
+template <class Config, class T>
+template <Expression Ids, class Cache>
+auto GPT<Config, T>::next_logits(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
+                                 std::optional<typename Cache::lengths_type> counts) const {
+    static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
+    using B = dim_at<0, dims_of<Ids>>;
+    const auto [x, taken] = decode_blocks(eval(idx), caches, counts);
+    const std::size_t batch = taken.size(), n = x.extents()[1];
+    Tensor<T, B, channel_dim> last{Shape<B, channel_dim>({batch, Config::n_embd})};
+    for (std::size_t b = 0; b < batch; ++b) {
+        const std::size_t t = taken[b] > 0 ? taken[b] - 1 : 0;
+        std::copy_n(x.data() + (b * n + t) * Config::n_embd, Config::n_embd, last.data() + b * Config::n_embd);
+    }
+    return logits(last);
+}
+
+template <class Config, class T>
+template <class Ids, class Cache>
+auto GPT<Config, T>::decode_blocks(const Ids& ids, std::array<Cache, Config::n_layer>& caches,
+                                   const std::optional<typename Cache::lengths_type>& counts) const {
     // The positions must exist before they are embedded: the caches hold the whole context.
     const auto taken = blocks_type::check_room(caches, ids.extents()[1], counts);
-    return logits(transformer.h(embed(ids, caches[0].lengths(), taken), caches, counts));
+    return std::pair(transformer.h(embed(ids, caches[0].lengths(), taken), caches, counts), taken);
 }
 
 template <class Config, class T>
