@@ -134,14 +134,16 @@ fuzz: deps
 # threaded runs compare process CPU time). Results: build/gcc/bench/results.json.
 bench: deps deps-python
 	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE),-DSHAPED_BUILD_BENCH=ON)
-	cmake --build build/gcc -j $(JOBS) --target shaped_bench
+	cmake --build build/gcc -j $(JOBS) --target shaped_bench shaped-run
 	$(BENCH_ENV) ./build/gcc/bench/shaped_bench --benchmark_repetitions=$(BENCH_REPETITIONS) \
 		--benchmark_display_aggregates_only=true \
 		--benchmark_out=build/gcc/bench/shaped.json --benchmark_out_format=json
 	$(BENCH_ENV) $(PYTHON) bench/torch_reference.py --threads $(BENCH_THREADS) \
 		--repetitions $(BENCH_REPETITIONS) --out build/gcc/bench/torch.json
+	$(BENCH_ENV) $(PYTHON) bench/shaped_run_memory.py --shaped-run build/gcc/apps/shaped-run \
+		--workdir build/gcc/bench --out build/gcc/bench/memory.json
 	$(PYTHON) bench/report.py --threads $(BENCH_THREADS) --shaped build/gcc/bench/shaped.json \
-		--torch build/gcc/bench/torch.json --out build/gcc/bench/results.json
+		--torch build/gcc/bench/torch.json --memory build/gcc/bench/memory.json --out build/gcc/bench/results.json
 
 # Wall time and peak memory of compiling the contract programs and the examples, the section 1
 # program's against the same program on plain xtensor + cblas, and the time of building the

@@ -34,6 +34,12 @@ inline bool same_numbers(benchmark::State& state, const float* got, const float*
 // Floating-point operations per iteration: report.py divides by the time for GFLOP/s.
 inline void count_flops(benchmark::State& state, double flops) { state.counters["flops"] = flops; }
 
+// Bytes read or written from memory per iteration: report.py divides by the time for GB/s.
+inline void count_bytes(benchmark::State& state, double bytes) { state.counters["bytes"] = bytes; }
+
+// Tokens generated per iteration: report.py divides by the time for tokens/s.
+inline void count_tokens(benchmark::State& state, double tokens) { state.counters["tokens"] = tokens; }
+
 // Multiply-adds of causal attention over T positions with head size hs, per head: q @ k^T and
 // weights @ v over the lower triangle (the keys each query sees), at 2 flops each.
 inline double causal_attention_flops(double t, double hs) { return 2.0 * 2.0 * hs * t * (t + 1) / 2; }

@@ -5,8 +5,10 @@ the performance targets, and writes both as JSON.
     bench/report.py --shaped shaped.json --torch torch.json --threads 1 --out results.json
 
 A row is a case: shaped's time, the hand-written baseline's, PyTorch eager's, how many times
-faster shaped is than PyTorch, shaped's time over the baseline's, and where the case counts its
-flops, shaped's GFLOP/s and their share of the sgemm ceiling (the baseline sgemm's GFLOP/s).
+faster shaped is than PyTorch, shaped's time over the baseline's; where the case counts its
+flops, shaped's GFLOP/s and their share of the sgemm ceiling (the baseline sgemm's GFLOP/s);
+where it counts the bytes it reads, its GB/s and their share of the bandwidth ceiling (the
+faster STREAM-like case's); where it counts tokens, its tokens/s and PyTorch's.
 Each time is the fastest of the repetitions (other work on the machine only ever adds time).
 Single-threaded runs compare process CPU time, which another process on the machine disturbs
 less than wall time; multi-threaded runs compare wall time.
@@ -15,6 +17,7 @@ less than wall time; multi-threaded runs compare wall time.
 import argparse
 import json
 import re
+import shlex
 import sys
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -22,13 +25,15 @@ SUFFIXES = ("/process_time", "/real_time", "/manual_time")
 
 # Targets: (description, check(rows) -> (met, measured text)).
 CEILING = "sgemm/N1024"
+BANDWIDTH_CASES = "stream/"
+GENERATE = "generate/gpt2_124m_P16_N128"
 
 
 def load_shaped(path, clock):
     """Each case's fastest repetition (and its flops per call)."""
     with open(path) as f:
         data = json.load(f)
-    times, flops, failed = {}, {}, set()
+    times, counters, failed = {}, {}, set()
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate":
             continue
@@ -39,17 +44,18 @@ def load_shaped(path, clock):
             continue
         seconds = b["cpu_time" if clock == "cpu" else "real_time"] * UNITS[b["time_unit"]]
         times[name] = min(seconds, times.get(name, seconds))
-        if "flops" in b:
-            flops[name] = b["flops"]
+        counters[name] = {k: b[k] for k in ("flops", "bytes", "tokens") if k in b}
     for name in failed:
         times[name] = None
-    return data.get("context", {}), times, flops
+    return data.get("context", {}), times, counters
 
 
 def strip(name):
+    """The case and implementation alone: without the clock's suffix, nor a case's own
+    iterations and repetitions ('.../shaped/iterations:1/repeats:3/process_time')."""
     for suffix in SUFFIXES:
         name = name.replace(suffix, "")
-    return name
+    return re.sub(r"/(iterations|repeats):\d+", "", name)
 
 
 def split_name(name):
@@ -60,39 +66,48 @@ def split_name(name):
 
 
 
-def build_rows(times, flops, torch_cases, clock):
+def build_rows(times, counters, torch_cases, clock):
     rows = {}
     for name, seconds in times.items():
         case, impl = split_name(name)
         row = rows.setdefault(case, {"case": case})
         row[impl] = seconds
-        if name in flops and impl == "shaped":
-            row["flops"] = flops[name]
-        if name in flops and impl == "baseline" and "flops" not in row:
-            row["flops"] = flops[name]
+        for counter, value in counters.get(name, {}).items():
+            if impl == "shaped" or counter not in row:
+                row[counter] = value
     key = "cpu_seconds" if clock == "cpu" else "wall_seconds"
     for name, entry in torch_cases.items():
         rows.setdefault(name, {"case": name})["pytorch"] = entry[key]
     ceiling = None
     if CEILING in rows and rows[CEILING].get("baseline") and rows[CEILING].get("flops"):
         ceiling = rows[CEILING]["flops"] / rows[CEILING]["baseline"] / 1e9
+    bandwidth = max((r["bytes"] / r["baseline"] / 1e9 for case, r in rows.items()
+                     if case.startswith(BANDWIDTH_CASES) and r.get("baseline") and r.get("bytes")), default=None)
     for row in rows.values():
         s, b, t = row.get("shaped"), row.get("baseline"), row.get("pytorch")
         if s and t:
             row["speedup_vs_pytorch"] = t / s
         if s and b:
             row["shaped_over_baseline"] = s / b
-        if row.get("flops"):
-            fastest = s or b
-            if fastest:
-                row["gflops"] = row["flops"] / fastest / 1e9
-                if ceiling:
-                    row["share_of_ceiling"] = row["gflops"] / ceiling
-    return sorted(rows.values(), key=order), ceiling
+        fastest = s or b
+        if row.get("flops") and fastest:
+            row["gflops"] = row["flops"] / fastest / 1e9
+            if ceiling:
+                row["share_of_ceiling"] = row["gflops"] / ceiling
+        if row.get("bytes") and fastest:
+            row["gbytes_per_second"] = row["bytes"] / fastest / 1e9
+            if bandwidth:
+                row["share_of_bandwidth"] = row["gbytes_per_second"] / bandwidth
+        if row.get("tokens"):
+            if s:
+                row["tokens_per_second"] = row["tokens"] / s
+            if t:
+                row["pytorch_tokens_per_second"] = row["tokens"] / t
+    return sorted(rows.values(), key=order), ceiling, bandwidth
 
 
 def order(row):
-    kinds = ["head", "prefill", "attention_core", "decode", "recompute", "sgemm"]
+    kinds = ["head", "prefill", "attention_core", "decode", "recompute", "generate", "sgemm", "stream"]
     kind = row["case"].split("/")[0]
     rank = kinds.index(kind) if kind in kinds else len(kinds)
     numbers = [int(n) for n in re.findall(r"\d+", row["case"])]
@@ -108,8 +123,9 @@ def duration(seconds):
     return f"{seconds / 1e-9:.0f} ns"
 
 
-def table(rows, ceiling):
-    header = ["case", "shaped", "baseline", "PyTorch", "vs PyTorch", "shaped/base", "GFLOP/s", "of sgemm"]
+def table(rows):
+    header = ["case", "shaped", "baseline", "PyTorch", "vs PyTorch", "shaped/base", "GFLOP/s", "of sgemm", "GB/s",
+              "of STREAM"]
     lines = []
     for r in rows:
         lines.append([
@@ -121,6 +137,8 @@ def table(rows, ceiling):
             f"{r['shaped_over_baseline']:.2f}" if "shaped_over_baseline" in r else "-",
             f"{r['gflops']:.1f}" if "gflops" in r else "-",
             f"{100 * r['share_of_ceiling']:.0f}%" if "share_of_ceiling" in r and not r["case"].startswith("sgemm") else "-",
+            f"{r['gbytes_per_second']:.1f}" if "gbytes_per_second" in r else "-",
+            f"{100 * r['share_of_bandwidth']:.0f}%" if "share_of_bandwidth" in r and not r["case"].startswith(BANDWIDTH_CASES) else "-",
         ])
     widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
     out = []
@@ -131,7 +149,7 @@ def table(rows, ceiling):
     return "\n".join(out)
 
 
-def targets(rows, ceiling):
+def targets(rows, ceiling, bandwidth, memory):
     by_case = {r["case"]: r for r in rows}
     results = []
 
@@ -157,6 +175,25 @@ def targets(rows, ceiling):
     add("decode step at context 1024: >= 5x faster than PyTorch eager (torch.cat cache)", x is not None and x >= 5,
         f"{x:.1f}x" if x else "missing")
 
+    generate = by_case.get(GENERATE, {})
+    x = generate.get("speedup_vs_pytorch")
+    add("generation, GPT-2 124M's shape (prompt 16, 128 new ids, greedy): >= 1.5x PyTorch eager's tokens/s "
+        "(torch.cat caches)", x is not None and x >= 1.5,
+        f"{generate['tokens_per_second']:.1f} vs {generate['pytorch_tokens_per_second']:.1f} tokens/s = {x:.1f}x" if x
+        else "missing")
+    share = generate.get("share_of_bandwidth")
+    add("that generation: the bytes its tokens read (weights + caches) at >= 80% of the STREAM bandwidth",
+        share is not None and share >= 0.8,
+        f"{generate['gbytes_per_second']:.1f} GB/s = {100 * share:.0f}% of {bandwidth:.1f}" if share else "missing")
+
+    if memory:
+        budget = memory["weights_bytes"] + memory["cache_bytes"]
+        x = memory["peak_rss_bytes"] / budget
+        add("shaped-run on that model: peak resident memory <= 1.2x its weights' and caches' bytes", x <= 1.2,
+            f"{memory['peak_rss_bytes'] / 2**20:.0f} MiB over {budget / 2**20:.0f} MiB = {x:.2f}x")
+    else:
+        add("shaped-run on that model: peak resident memory <= 1.2x its weights' and caches' bytes", False, "missing")
+
     ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None
     add("shaped vs hand-written baseline: no slower than 1.1x in any case", worst is not None and worst[1] <= 1.1,
@@ -169,21 +206,30 @@ def main():
     parser.add_argument("--shaped", required=True, help="Google Benchmark JSON (--benchmark_out)")
     parser.add_argument("--torch", required=True, help="bench/torch_reference.py's JSON")
     parser.add_argument("--threads", type=int, required=True, help="the thread count both ran with")
+    parser.add_argument("--memory", help="bench/shaped_run_memory.py's JSON")
     parser.add_argument("--out", help="write the table and targets here as JSON")
     args = parser.parse_args()
 
     clock = "cpu" if args.threads == 1 else "wall"
-    context, times, flops = load_shaped(args.shaped, clock)
+    context, times, counters = load_shaped(args.shaped, clock)
     with open(args.torch) as f:
         torch_data = json.load(f)
-    rows, ceiling = build_rows(times, flops, torch_data["cases"], clock)
-    checks = targets(rows, ceiling)
+    memory = None
+    if args.memory:
+        with open(args.memory) as f:
+            memory = json.load(f)
+    rows, ceiling, bandwidth = build_rows(times, counters, torch_data["cases"], clock)
+    checks = targets(rows, ceiling, bandwidth, memory)
 
     clock_text = "process CPU time" if clock == "cpu" else "wall time"
     print(f"\nshaped vs hand-written baseline vs PyTorch {torch_data.get('torch_version')} eager; "
           f"{args.threads} thread(s) each; fastest of the repetitions, {clock_text} per call")
-    print(f"sgemm ceiling: {ceiling:.1f} GFLOP/s\n" if ceiling else "sgemm ceiling: missing\n")
-    print(table(rows, ceiling))
+    print(f"sgemm ceiling: {ceiling:.1f} GFLOP/s" if ceiling else "sgemm ceiling: missing")
+    print(f"memory bandwidth (STREAM-like): {bandwidth:.1f} GB/s\n" if bandwidth else "memory bandwidth: missing\n")
+    print(table(rows))
+    if memory:
+        print(f"\nshaped-run {shlex.join(memory['arguments'])}: peak resident {memory['peak_rss_bytes'] / 2**20:.0f} MiB; "
+              f"weights {memory['weights_bytes'] / 2**20:.0f} MiB, caches {memory['cache_bytes'] / 2**20:.0f} MiB")
     print()
     for c in checks:
         print(f"[{'met' if c['met'] else 'NOT MET'}] {c['target']}: {c['measured']}")
@@ -191,7 +237,8 @@ def main():
         with open(args.out, "w") as f:
             json.dump({"threads": args.threads, "clock": clock_text, "torch_version": torch_data.get("torch_version"),
                        "machine": {k: context.get(k) for k in ("host_name", "num_cpus", "mhz_per_cpu", "caches", "load_avg")},
-                       "sgemm_ceiling_gflops": ceiling, "rows": rows, "targets": checks}, f, indent=2)
+                       "sgemm_ceiling_gflops": ceiling, "bandwidth_gbytes_per_second": bandwidth,
+                       "shaped_run_memory": memory, "rows": rows, "targets": checks}, f, indent=2)
         print(f"\nwritten to {args.out}")
 
 

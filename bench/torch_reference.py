@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The PyTorch side of shaped's benchmarks: cases 1-3 in PyTorch eager, written the way the
-chapter and nanoGPT write them (matmul, masked_fill, softmax; torch.cat for the KV cache).
+"""The PyTorch side of shaped's benchmarks in PyTorch eager, written the way the chapter,
+nanoGPT and Hugging Face write them (matmul, masked_fill, softmax; torch.cat for the KV cache).
 
 Each case has the name its shaped benchmark has (bench/*_bench.cpp), so that bench/report.py can
 put them in one row. Times are per call, the fastest over repetitions of the mean over a batch
@@ -76,25 +76,85 @@ class CausalSelfAttention(nn.Module):
         return self.c_proj(y)
 
     def decode(self, x, cache):
-        """One step: x (B, 1, C) is the next position; cache is (k, v), each (B, nh, t, hs), or
-        None. Returns the output and the grown cache."""
+        """x (B, T, C) are the next T positions; cache is (k, v), each (B, nh, t, hs), or None.
+        Returns the output and the grown cache. Each position sees the cached ones, itself and
+        the new ones before it, as Hugging Face's GPT-2 masks with its past_key_values."""
         B, T, C = x.size()
         q, k, v = self.heads(x)
         if cache is not None:
             k = torch.cat([cache[0], k], dim=2)
             v = torch.cat([cache[1], v], dim=2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = F.softmax(att, dim=-1)  # the new position sees every cached one
+        if T > 1:
+            seen = k.size(2)
+            att = att.masked_fill(self.bias[:, :, seen - T:seen, :seen] == 0, float('-inf'))
+        att = F.softmax(att, dim=-1)
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y), (k, v)
+
+
+# ---- case 5: generation with GPT-2 124M's shape ------------------------------------------
+
+class Block(nn.Module):
+    """nanoGPT's Block with GPT-2's tanh GELU, decoding through its attention's cache."""
+
+    def __init__(self, n_embd, n_head, block_size):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head, block_size)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+
+    def decode(self, x, cache):
+        y, cache = self.attn.decode(self.ln_1(x), cache)
+        x = x + y
+        x = x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate='tanh'))
+        return x, cache
+
+
+class GPT(nn.Module):
+    """nanoGPT's GPT (lm_head tied to wte) decoding with one torch.cat cache per block, as
+    Hugging Face's GPT2LMHeadModel does with past_key_values."""
+
+    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, n_embd)
+        self.wpe = nn.Embedding(block_size, n_embd)
+        self.h = nn.ModuleList([Block(n_embd, n_head, block_size) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(n_embd)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def decode(self, idx, caches):
+        """idx (B, T) after the positions the caches hold: the logits (B, T, V), the caches grown."""
+        start = 0 if caches[0] is None else caches[0][0].size(2)
+        x = self.wte(idx) + self.wpe(torch.arange(start, start + idx.size(1)))
+        grown = []
+        for block, cache in zip(self.h, caches):
+            x, cache = block.decode(x, cache)
+            grown.append(cache)
+        return F.linear(self.ln_f(x), self.wte.weight), grown
+
+
+def generate_greedy(model, prompt, new_tokens):
+    """The prompt in one pass, then each new id fed alone; argmax of the last logits each time."""
+    logits, caches = model.decode(prompt, [None] * len(model.h))
+    ids = []
+    for step in range(new_tokens):
+        ids.append(logits[:, -1].argmax(dim=-1, keepdim=True))
+        if step + 1 < new_tokens:
+            logits, caches = model.decode(ids[-1], caches)
+    return torch.cat(ids, dim=1)
 
 
 # ---- timing --------------------------------------------------------------------------------
 
 def measure(call, min_time, repetitions):
     """Seconds per call: (process CPU, wall), each the fastest over repetitions of the mean over
-    enough calls to last min_time."""
+    enough calls to last min_time. A call of seconds is repeated three times at most."""
     call()
     calls = 1
     while True:
@@ -105,6 +165,8 @@ def measure(call, min_time, repetitions):
         if elapsed >= min_time / 4 or calls >= 1 << 24:
             break
         calls *= 4
+    if elapsed >= 4 * min_time:
+        repetitions = min(repetitions, 3)
     calls = max(1, int(calls * min_time / max(elapsed, 1e-9)))
     cpu, wall = [], []
     for _ in range(repetitions):
@@ -152,6 +214,15 @@ def cases(only):
         # Without a cache: the whole prefix again, through the full causal forward.
         whole = torch.randn(1, context, C)
         yield f"recompute/ctx{context}_C{C}_NH{nh}", lambda whole=whole: layer(whole)
+
+    # The same prompt and count as generate_bench.cpp; random weights, so the ids differ, but
+    # not the work: every one of the 128 ids is generated, none ends the text.
+    prompt_length, new_tokens = 16, 128
+    name = f"generate/gpt2_124m_P{prompt_length}_N{new_tokens}"
+    if not only or only in name:
+        model = GPT(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
+        prompt = (torch.arange(prompt_length) * 7919 % 50257).view(1, prompt_length)
+        yield name, lambda: generate_greedy(model, prompt, new_tokens)
 
 
 def main():
