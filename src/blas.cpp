@@ -82,7 +82,8 @@ void multiply_rows(const row_products<T>& job, std::size_t rows) {
     if (threads == 1 || rows * job.cols < parallel_elements) return job(0, rows);
     // A few chunks a thread, whole blocks each, so that a thread slowed by other work is
     // made up for by the others.
-    const std::size_t per_chunk = std::max(row_products<T>::block, (rows / (4 * threads)) / row_products<T>::block * row_products<T>::block);
+    constexpr std::size_t block = row_products<T>::block;
+    const std::size_t per_chunk = std::max(block, rows / (4 * threads) / block * block);
     const std::size_t chunks = (rows + per_chunk - 1) / per_chunk;
     auto task = [&](std::size_t i) { job(i * per_chunk, std::min(rows, (i + 1) * per_chunk)); };
     kernels::parallel_for(chunks, task);
