@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -42,6 +43,25 @@ double naive_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0
 // GPT-2's gelu_new, as Hugging Face writes it.
 double naive_gelu_tanh(double x) {
     return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * std::pow(x, 3.0))));
+}
+
+// activation(x) against naive(x) element by element, over n values in [-6, 6) (both tails),
+// evaluated into a new tensor and assigned to x in place; the inputs, for further checks.
+template <class V, class Activation>
+std::vector<double> check_activation(Activation activation, double (*naive)(double), std::size_t n,
+                                     std::uint64_t seed) {
+    using N = shaped::dim<"N">;
+    shaped::Tensor<V, N> x(N{n});
+    ref::fill(x, seed);
+    x = x * V(3);
+    const std::vector<double> inputs = ref::values(x);
+    std::vector<double> want;
+    for (double v : inputs) want.push_back(naive(v));
+    const double tol = std::is_same_v<V, float> ? 1e-6 : 1e-13;
+    ref::require_close(ref::values(activation(x)), want, tol);
+    x = activation(x);
+    ref::require_close(ref::values(x), want, tol);
+    return inputs;
 }
 
 }  // namespace
@@ -120,34 +140,17 @@ TEST_CASE("nn::LayerNorm: ones and zeros, eps 1e-5, over the last dim", "[block]
 }
 
 TEMPLATE_TEST_CASE("gelu is x * Phi(x), the erf form", "[block][gelu]", float, double) {
-    using V = TestType;
-    using N = shaped::dim<"N">;
     const auto n = static_cast<std::size_t>(GENERATE(1, 7, 64, 1001));
-    shaped::Tensor<V, N> x(N{n});
-    ref::fill(x, 9);
-    x = x * V(3);  // [-6, 6): both tails
-    std::vector<double> want;
-    for (double v : ref::values(x)) want.push_back(naive_gelu(v));
-    const double tol = std::is_same_v<V, float> ? 1e-6 : 1e-13;
-    ref::require_close(ref::values(shaped::gelu(x)), want, tol);
-    x = shaped::gelu(x);  // in place
-    ref::require_close(ref::values(x), want, tol);
+    check_activation<TestType>([](const auto& x) { return shaped::gelu(x); }, naive_gelu, n, 9);
 }
 
 TEMPLATE_TEST_CASE("gelu_tanh is GPT-2's gelu_new, the tanh approximation", "[block][gelu]", float, double) {
-    using V = TestType;
-    using N = shaped::dim<"N">;
     const auto n = static_cast<std::size_t>(GENERATE(1, 7, 64, 1001));
-    shaped::Tensor<V, N> x(N{n});
-    ref::fill(x, 10);
-    x = x * V(3);
-    std::vector<double> want;
-    for (double v : ref::values(x)) want.push_back(naive_gelu_tanh(v));
-    const double tol = std::is_same_v<V, float> ? 1e-6 : 1e-13;
-    ref::require_close(ref::values(shaped::gelu_tanh(x)), want, tol);
+    const auto inputs =
+        check_activation<TestType>([](const auto& x) { return shaped::gelu_tanh(x); }, naive_gelu_tanh, n, 10);
     // Not the erf form: the two differ by up to ~1e-3 over [-6, 6).
     double most = 0;
-    for (double v : ref::values(x)) most = std::max(most, std::abs(naive_gelu_tanh(v) - naive_gelu(v)));
+    for (double v : inputs) most = std::max(most, std::abs(naive_gelu_tanh(v) - naive_gelu(v)));
     CHECK(most > 1e-4);
 }
 
