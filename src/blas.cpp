@@ -27,9 +27,10 @@ blasint blas_int(std::size_t n) {
 
 // y = alpha * A x + beta * y for a row-major A and a contiguous x, each element of y one row's
 // dot product with x: decoding's x @ W^T, one pass over the whole weight matrix a token.
-// OpenBLAS 0.3.21's gemv reads a large matrix so at about three quarters of the bandwidth a
-// streaming loop reaches (bench/stream_bench.cpp), which decoding's tokens/s follow; so shaped
-// reads the rows itself: a block of rows at a time, each row a stream, x from L1.
+// Decoding's tokens/s follow the bandwidth this reaches. OpenBLAS 0.3.21's gemv read GPT-2's
+// matrices slower than a plain streaming loop did on the machine this was written on (and the
+// generate benchmark took 3.11 s against 2.62 s with this loop), so shaped reads the rows
+// itself: a block of rows at a time, each row a stream, x from L1.
 template <class T>
 struct row_products {
     std::size_t cols;
