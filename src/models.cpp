@@ -1,5 +1,6 @@
 // The run-time messages of models/: inputs past a model's context, targets outside its vocabulary.
 
+#include <shaped/models/decoder.hpp>
 #include <shaped/models/gpt.hpp>
 
 #include <string>

@@ -53,15 +53,17 @@ double sum_of(std::size_t n, F term) {
 
 template <class T>
 void layer_norm_rows_impl(const T* in, std::ptrdiff_t in_stride, T* out, std::ptrdiff_t out_stride, std::size_t rows,
-                          std::size_t n, const T* weight, const T* bias, double eps) {
+                          std::size_t n, const T* weight, const T* bias, double eps, bool centered) {
     if (n == 0) return;
     const double inv_n = 1.0 / static_cast<double>(n);
     for (std::size_t r = 0; r < rows; ++r) {
         const T* x = in + static_cast<std::ptrdiff_t>(r) * in_stride;
         T* y = out + static_cast<std::ptrdiff_t>(r) * out_stride;
         // Pass 1: the mean. Pass 2: the biased variance about it (two passes, not E[x^2] - E[x]^2,
-        // which cancels catastrophically when the mean is large against the spread).
-        const double mean = sum_of<T>(n, [x](std::size_t i) { return static_cast<double>(x[i]); }) * inv_n;
+        // which cancels catastrophically when the mean is large against the spread). RMSNorm takes
+        // a mean of 0, so that pass 2 is the mean square.
+        const double mean =
+            centered ? sum_of<T>(n, [x](std::size_t i) { return static_cast<double>(x[i]); }) * inv_n : 0.0;
         const double var = sum_of<T>(n, [x, mean](std::size_t i) {
                                const double d = static_cast<double>(x[i]) - mean;
                                return d * d;
@@ -100,12 +102,14 @@ void softmax_rows(const double* in, std::ptrdiff_t in_stride, double* out, std::
 }
 
 void layer_norm_rows(const float* in, std::ptrdiff_t in_stride, float* out, std::ptrdiff_t out_stride,
-                     std::size_t rows, std::size_t n, const float* weight, const float* bias, double eps) {
-    layer_norm_rows_impl(in, in_stride, out, out_stride, rows, n, weight, bias, eps);
+                     std::size_t rows, std::size_t n, const float* weight, const float* bias, double eps,
+                     bool centered) {
+    layer_norm_rows_impl(in, in_stride, out, out_stride, rows, n, weight, bias, eps, centered);
 }
 void layer_norm_rows(const double* in, std::ptrdiff_t in_stride, double* out, std::ptrdiff_t out_stride,
-                     std::size_t rows, std::size_t n, const double* weight, const double* bias, double eps) {
-    layer_norm_rows_impl(in, in_stride, out, out_stride, rows, n, weight, bias, eps);
+                     std::size_t rows, std::size_t n, const double* weight, const double* bias, double eps,
+                     bool centered) {
+    layer_norm_rows_impl(in, in_stride, out, out_stride, rows, n, weight, bias, eps, centered);
 }
 
 moments moments_of(const float* data, std::size_t n) { return moments_impl(data, n); }

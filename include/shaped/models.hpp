@@ -3,3 +3,5 @@
 #include <shaped/models/gpt.hpp>
 #include <shaped/models/gpt_checkpoint.hpp>
 #include <shaped/models/generate.hpp>
+#include <shaped/models/llama.hpp>
+#include <shaped/models/llama_checkpoint.hpp>

@@ -6,8 +6,13 @@
 #include <shaped/nn/block.hpp>
 #include <shaped/nn/causal_self_attention.hpp>
 #include <shaped/nn/embedding.hpp>
+#include <shaped/nn/grouped_query_attention.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/layer_norm.hpp>
 #include <shaped/nn/linear.hpp>
+#include <shaped/nn/llama_block.hpp>
 #include <shaped/nn/mlp.hpp>
 #include <shaped/nn/module.hpp>
+#include <shaped/nn/rms_norm.hpp>
+#include <shaped/nn/rotary.hpp>
+#include <shaped/nn/swiglu.hpp>

@@ -51,6 +51,13 @@ struct layer_norm_parameter : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::layer_norm: " SHAPED_RULE_LAYER_NORM_PARAMETER);
 };
 
+// The input's dims, then the weight's.
+#define SHAPED_RULE_RMS_NORM_WEIGHT "weight must be (C), C the input's last dim"
+template <class... Shown>
+struct rms_norm_weight : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::rms_norm: " SHAPED_RULE_RMS_NORM_WEIGHT);
+};
+
 #define SHAPED_RULE_MASKED_FILL_MASK "the mask's dims do not broadcast to the tensor's dims"
 template <class... Shown>
 struct masked_fill_mask : failed {

@@ -40,6 +40,7 @@ struct relu {};
 struct square {};
 struct gelu {};  // x * Phi(x), Phi the standard normal CDF: torch.nn.GELU()'s exact (erf) form
 struct gelu_tanh {};  // GELU's tanh approximation: GPT-2's gelu_new, torch.nn.GELU(approximate='tanh')
+struct silu {};  // x * sigmoid(x): torch.nn.functional.silu, the gate of Llama's SwiGLU
 struct where {};        // where(condition, if_true, if_false)
 struct masked_fill {};  // masked_fill(tensor, mask, value): value where mask holds
 template <class To>
@@ -268,6 +269,7 @@ SHAPED_UNARY_FUNCTION(relu, relu)
 SHAPED_UNARY_FUNCTION(square, square)
 SHAPED_UNARY_FUNCTION(gelu, gelu)
 SHAPED_UNARY_FUNCTION(gelu_tanh, gelu_tanh)
+SHAPED_UNARY_FUNCTION(silu, silu)
 #undef SHAPED_UNARY_FUNCTION
 
 template <class To, Expression E>

@@ -72,8 +72,9 @@ private:
 
 // layer_norm of E over its last dim, D: each row of D elements less its mean, over the square
 // root of its biased variance plus eps, times W, plus Bi (W and Bi of dims (D); Bi may be
-// std::nullptr_t, no bias). The dims are E's.
-template <class E, class W, class Bi>
+// std::nullptr_t, no bias). The dims are E's. Not Centered, it is rms_norm: no mean is taken
+// away, and the row is divided by the square root of its mean square plus eps.
+template <class E, class W, class Bi, bool Centered = true>
 class layer_norm_node : public expression_base {
 public:
     using value_type = value_type_of<E>;
@@ -81,6 +82,7 @@ public:
     static constexpr bool owns_storage = false;
     static constexpr std::size_t rank = dims_type::rank;
     static constexpr bool has_bias = !std::is_null_pointer_v<Bi>;
+    static constexpr bool centered = Centered;
 
     template <operand_for<E> A, operand_for<W> WA, operand_for<Bi> BA>
     layer_norm_node(A&& a, WA&& weight, BA&& bias, double eps)
@@ -115,13 +117,11 @@ template <class X, class W, class Bi>
 using layer_norm_diag = diag::layer_norm_parameter<dims_of<X>, dims_of<std::conditional_t<fits_last_dim<X, W>, Bi, W>>>;
 
 template <class X, class P>
-void check_last_dim(std::string_view role, const X& x, const P& p) {
+void check_last_dim(std::string_view operation, std::string_view rule, std::string_view role, const X& x, const P& p) {
     using D = dim_at<rank_of<X> - 1, dims_of<X>>;
     using PD = dim_at<0, dims_of<P>>;
     const std::size_t have = x.extents()[rank_of<X> - 1], want = p.extents()[0];
-    if (have != want)
-        throw_dims_do_not_meet("layer_norm", SHAPED_RULE_LAYER_NORM_PARAMETER, "input's", D::name.view(), have, role,
-                               PD::name.view(), want);
+    if (have != want) throw_dims_do_not_meet(operation, rule, "input's", D::name.view(), have, role, PD::name.view(), want);
 }
 }  // namespace detail
 
@@ -132,8 +132,8 @@ void check_last_dim(std::string_view role, const X& x, const P& p) {
 template <Expression X, Expression W, Expression Bi>
     requires(detail::fits_last_dim<X, W> && detail::fits_last_dim<X, Bi>)
 auto layer_norm(X&& x, W&& weight, Bi&& bias, double eps = 1e-5) {
-    detail::check_last_dim("weight's", x, weight);
-    detail::check_last_dim("bias's", x, bias);
+    detail::check_last_dim("layer_norm", SHAPED_RULE_LAYER_NORM_PARAMETER, "weight's", x, weight);
+    detail::check_last_dim("layer_norm", SHAPED_RULE_LAYER_NORM_PARAMETER, "bias's", x, bias);
     return layer_norm_node<operand_t<X&&>, operand_t<W&&>, operand_t<Bi&&>>(
         std::forward<X>(x), std::forward<W>(weight), std::forward<Bi>(bias), eps);
 }
@@ -145,7 +145,7 @@ detail::layer_norm_diag<X, W, Bi> layer_norm(X&&, W&&, Bi&&, double = 1e-5);
 template <Expression X, Expression W>
     requires detail::fits_last_dim<X, W>
 auto layer_norm(X&& x, W&& weight, std::nullptr_t, double eps = 1e-5) {
-    detail::check_last_dim("weight's", x, weight);
+    detail::check_last_dim("layer_norm", SHAPED_RULE_LAYER_NORM_PARAMETER, "weight's", x, weight);
     return layer_norm_node<operand_t<X&&>, operand_t<W&&>, std::nullptr_t>(std::forward<X>(x),
                                                                           std::forward<W>(weight), nullptr, eps);
 }
@@ -156,6 +156,22 @@ diag::layer_norm_parameter<dims_of<X>, dims_of<W>> layer_norm(X&&, W&&, std::nul
 template <class X, class W, class Bi>
     requires any_failed<X, W, Bi>
 failed layer_norm(X&&, W&&, Bi&&, double = 1e-5);
+
+// RMSNorm over x's last dim D, as Llama's: x / sqrt(mean(x^2) + eps) * weight, weight (D). Lazy,
+// and the same row kernel as layer_norm, which it is without the mean and the bias.
+template <Expression X, Expression W>
+    requires detail::fits_last_dim<X, W>
+auto rms_norm(X&& x, W&& weight, double eps = 1e-5) {
+    detail::check_last_dim("rms_norm", SHAPED_RULE_RMS_NORM_WEIGHT, "weight's", x, weight);
+    return layer_norm_node<operand_t<X&&>, operand_t<W&&>, std::nullptr_t, false>(std::forward<X>(x),
+                                                                                 std::forward<W>(weight), nullptr, eps);
+}
+template <Expression X, Expression W>
+    requires(!detail::fits_last_dim<X, W>)
+diag::rms_norm_weight<dims_of<X>, dims_of<W>> rms_norm(X&&, W&&, double = 1e-5);
+template <class X, class W>
+    requires any_failed<X, W>
+failed rms_norm(X&&, W&&, double = 1e-5);
 
 namespace detail {
 template <class Op, std::size_t Axis, class E>

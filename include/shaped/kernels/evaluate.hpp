@@ -39,8 +39,8 @@ template <class Target, class Source>
 bool biased_matmul_into(Target& target, const Source& source);
 template <class Target, std::size_t Axis, class E, bool Log>
 void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s);
-template <class Target, class E, class W, class Bi>
-void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi>& node);
+template <class Target, class E, class W, class Bi, bool Centered>
+void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi, Centered>& node);
 template <class Target, class Op, std::size_t Axis, class E>
 void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r);
 template <class Target, class E, bool Upper>
@@ -225,21 +225,22 @@ struct contiguous_row {
 // The row kernel over the target's rows: straight from the operand where it is stored
 // contiguously, else the operand is evaluated into the target (or aside, for a strided target)
 // and normalised there in place.
-template <class Target, class E, class W, class Bi>
-void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi>& node) {
+template <class Target, class E, class W, class Bi, bool Centered>
+void layer_norm_into(Target& target, const layer_norm_node<E, W, Bi, Centered>& node) {
+    using Node = layer_norm_node<E, W, Bi, Centered>;
     using T = value_type_of<Target>;
     const std::size_t n = target.extents()[rank_of<Target> - 1];
     const std::size_t rows = n ? target.size() / n : 0;
     const contiguous_row<T, std::remove_cvref_t<W>> weight(node.weight());
     const auto bias_row = [&] {
-        if constexpr (layer_norm_node<E, W, Bi>::has_bias) return contiguous_row<T, std::remove_cvref_t<Bi>>(node.bias());
+        if constexpr (Node::has_bias) return contiguous_row<T, std::remove_cvref_t<Bi>>(node.bias());
         else return nullptr;
     }();
     const T* bias = nullptr;
-    if constexpr (layer_norm_node<E, W, Bi>::has_bias) bias = bias_row.data;
+    if constexpr (Node::has_bias) bias = bias_row.data;
     const auto run = [&](const T* in, T* out) {
         layer_norm_rows(in, static_cast<std::ptrdiff_t>(n), out, static_cast<std::ptrdiff_t>(n), rows, n, weight.data,
-                        bias, node.eps());
+                        bias, node.eps(), Centered);
     };
     if constexpr (Strided<std::remove_cvref_t<E>> && std::is_same_v<std::remove_const_t<value_type_of<E>>, T>) {
         const auto& src = node.operand();

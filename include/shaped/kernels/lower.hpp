@@ -43,8 +43,8 @@ template <class E, bool Upper>
 auto lower(const triangle_node<E, Upper>& t);
 template <class Q, class K, class V>
 auto lower(const attention_node<Q, K, V>& a);
-template <class E, class W, class Bi>
-auto lower(const layer_norm_node<E, W, Bi>& n);
+template <class E, class W, class Bi, bool Centered>
+auto lower(const layer_norm_node<E, W, Bi, Centered>& n);
 template <class Op, class... Es>
 auto lower(const elementwise<Op, Es...>& e);
 
@@ -107,8 +107,8 @@ template <class Q, class K, class V>
 auto lower(const attention_node<Q, K, V>& a) {
     return lower_by_evaluating(a);
 }
-template <class E, class W, class Bi>
-auto lower(const layer_norm_node<E, W, Bi>& n) {
+template <class E, class W, class Bi, bool Centered>
+auto lower(const layer_norm_node<E, W, Bi, Centered>& n) {
     return lower_by_evaluating(n);
 }
 
@@ -208,6 +208,28 @@ struct apply<op::gelu_tanh> {
     template <class A>
     static auto on(A&& a) {
         return xt::detail::make_xfunction<gelu_tanh_fun>(std::forward<A>(a));
+    }
+};
+
+// SiLU, x / (1 + exp(-x)), as gelu_fun: one read of each element, and its xsimd form.
+struct silu_fun {
+    template <class A>
+    A operator()(const A& a) const {
+        using std::exp;
+        return a / (A(1) + exp(-a));
+    }
+    template <class Batch>
+    Batch simd_apply(const Batch& b) const {
+        using A = typename Batch::value_type;
+        return b / (A(1) + xsimd::exp(-b));
+    }
+};
+
+template <>
+struct apply<op::silu> {
+    template <class A>
+    static auto on(A&& a) {
+        return xt::detail::make_xfunction<silu_fun>(std::forward<A>(a));
     }
 };
 

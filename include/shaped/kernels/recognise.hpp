@@ -35,8 +35,8 @@ inline constexpr bool is_triangle<triangle_node<E, Upper>> = true;
 
 template <class T>
 inline constexpr bool is_layer_norm = false;
-template <class E, class W, class Bi>
-inline constexpr bool is_layer_norm<layer_norm_node<E, W, Bi>> = true;
+template <class E, class W, class Bi, bool Centered>
+inline constexpr bool is_layer_norm<layer_norm_node<E, W, Bi, Centered>> = true;
 
 // Whether an expression reads bool elements from memory: a mask stored in a Tensor or View.
 template <class E>

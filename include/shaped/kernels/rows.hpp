@@ -15,11 +15,14 @@ void softmax_rows(const double* in, std::ptrdiff_t in_stride, double* out, std::
 
 // out[r, :] = (in[r, :] - mean) / sqrt(var + eps) * weight + bias, mean and var (biased) over the
 // row's n elements, as torch.nn.functional.layer_norm over the last dim. weight and bias are n
-// contiguous elements; bias may be null (no bias). in and out may be the same rows.
+// contiguous elements; bias may be null (no bias). in and out may be the same rows. Not
+// centered, it is RMSNorm: in[r, :] / sqrt(mean(in[r, :]^2) + eps) * weight (+ bias).
 void layer_norm_rows(const float* in, std::ptrdiff_t in_stride, float* out, std::ptrdiff_t out_stride,
-                     std::size_t rows, std::size_t n, const float* weight, const float* bias, double eps);
+                     std::size_t rows, std::size_t n, const float* weight, const float* bias, double eps,
+                     bool centered = true);
 void layer_norm_rows(const double* in, std::ptrdiff_t in_stride, double* out, std::ptrdiff_t out_stride,
-                     std::size_t rows, std::size_t n, const double* weight, const double* bias, double eps);
+                     std::size_t rows, std::size_t n, const double* weight, const double* bias, double eps,
+                     bool centered = true);
 
 struct moments {
     double sum;

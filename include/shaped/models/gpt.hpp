@@ -17,6 +17,7 @@
 //                              what sampling the next id needs (lm_head over one position a row)
 //   cross_entropy(logits, targets)   F.cross_entropy's mean, ignore_index -1
 
+#include <shaped/models/decoder.hpp>
 #include <shaped/nn.hpp>
 
 #include <algorithm>
@@ -129,8 +130,6 @@ double cross_entropy(const Logits& logits, const Targets& targets);
 // ---- implementation ------------------------------------------------------------------------
 
 namespace detail {
-[[noreturn]] void throw_past_context(std::string_view where, std::size_t positions, std::string_view context_name,
-                                     std::size_t context);
 [[noreturn]] void throw_bad_target(long long target, std::size_t at, std::string_view vocab_name, std::size_t vocab);
 }  // namespace detail
 
@@ -154,11 +153,8 @@ auto GPT<Config, T>::operator()(const Ids& idx) const {
     static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, T)");
     using B = dim_at<0, dims_of<Ids>>;
     const auto ids = eval(idx);
-    const std::size_t positions = ids.extents()[1];
-    if (positions > Config::block_size)
-        detail::throw_past_context("shaped::models::GPT", positions, context_dim::name.view(), Config::block_size);
     std::array<std::size_t, B::extent> starts{}, counts{};
-    counts.fill(positions);
+    counts.fill(detail::positions_in_context<context_dim>("shaped::models::GPT", ids));
     return logits(transformer.h(embed(ids, starts, counts)));
 }
 
@@ -177,13 +173,7 @@ auto GPT<Config, T>::next_logits(const Ids& idx, std::array<Cache, Config::n_lay
     static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
     using B = dim_at<0, dims_of<Ids>>;
     const auto [x, taken] = decode_blocks(eval(idx), caches, counts);
-    const std::size_t batch = taken.size(), n = x.extents()[1];
-    Tensor<T, B, channel_dim> last{Shape<B, channel_dim>({batch, Config::n_embd})};
-    for (std::size_t b = 0; b < batch; ++b) {
-        const std::size_t t = taken[b] > 0 ? taken[b] - 1 : 0;
-        std::copy_n(x.data() + (b * n + t) * Config::n_embd, Config::n_embd, last.data() + b * Config::n_embd);
-    }
-    return logits(last);
+    return logits(detail::last_taken<B, channel_dim>(x, taken));
 }
 
 template <class Config, class T>

@@ -46,11 +46,16 @@ inline constexpr bool is_kv_cache<KVCache<T, Ds...>> = true;
 
 // The diagnostic of an attention layer's call (Op is the layer) whose input x is not
 // (B, T, C), or whose cache (void for the full forward) does not fit the layer or the input;
-// void when the call fits.
+// void when the call fits. Heads are the cache's heads dims (none for a single head).
 template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
 consteval auto attention_misfit();
 template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
 using attention_misfit_t = typename decltype(attention_misfit<Op, C, X, Cache, HS, Heads...>())::type;
+
+// Whether a layer's own dims keep its class's rules; a layer that breaks one was reported with
+// its type, and its calls are silent. Specialised by the layers that have such rules.
+template <class Layer>
+inline constexpr bool layer_keeps_rules = true;
 
 // NH heads of size HS share the C channels: NH x HS must be C.
 template <Dim C, Dim NH, Dim HS>
@@ -131,6 +136,13 @@ public:
 };
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float>
+class MultiHeadAttention;
+namespace detail {
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T>
+inline constexpr bool layer_keeps_rules<MultiHeadAttention<C, NH, HS, Bias, T>> = heads_fill_channels<C, NH, HS>;
+}  // namespace detail
+
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T>
 class MultiHeadAttention {
     static_assert(detail::heads_fill_channels<C, NH, HS>,
                   "shaped::nn::MultiHeadAttention: " SHAPED_RULE_HEADS_FILL_CHANNELS);
@@ -216,10 +228,9 @@ namespace detail {
 
 template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
 consteval auto attention_misfit() {
-    // Heads that do not fill the channels were reported with the layer's type, and an input or cache
-    // that is no expression or cache (a failed one) picks no overload of these: silent here.
-    if constexpr ((sizeof...(Heads) > 0 && (HS::extent * ... * Heads::extent) != C::extent) || !Expression<X> ||
-                  (!std::is_void_v<Cache> && !KeyValueCache<Cache>)) {
+    // A layer that breaks its rules was reported with its type, and an input or cache that is no
+    // expression or cache (a failed one) picks no overload of these: silent here.
+    if constexpr (!layer_keeps_rules<Op> || !Expression<X> || (!std::is_void_v<Cache> && !KeyValueCache<Cache>)) {
         return std::type_identity<failed>{};
     } else if constexpr (rank_of<X> != 3 || !can_meet<dim_at<2, dims_of<X>>, C>) {
         return std::type_identity<diag::layer_input<Op, C, dims_of<X>>>{};

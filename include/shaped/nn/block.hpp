@@ -21,6 +21,13 @@ namespace shaped::nn {
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias = true, class T = float,
           class Activation = activation::gelu>
+class Block;
+namespace detail {
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T, class Activation>
+inline constexpr bool layer_keeps_rules<Block<C, NH, HS, Bias, T, Activation>> = heads_fill_channels<C, NH, HS>;
+}  // namespace detail
+
+template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T, class Activation>
 class Block {
 public:
     using value_type = T;

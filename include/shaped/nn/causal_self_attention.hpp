@@ -6,12 +6,15 @@
 //   2. position   the layer's position encoding, applied to q and k in place
 //   3. cache      decoding only: k and v appended to the cache
 //   4. attend     softmax(q k^T * HS^-0.5, causal) v, written straight into the merged layout
-//                 (B, T, [NH x] HS): the heads side by side, with no copy to merge them
+//                 (B, T, [NH x] HS): the heads side by side, with no copy to merge them. With
+//                 grouped heads, each group of query heads reads its key/value head in place.
 //   5. project    the layer's output projection of the merged heads, or the heads themselves
 //
 // A layer takes part by naming its parts (see Head and MultiHeadAttention in nn/attention.hpp):
 //
 //   value_type, head_size_dim, merged_dim     its element type, HS, and the merged heads' dim
+//   heads_dim, kv_heads_dim, group_dim         grouped-query layers only: NH query heads in
+//                                              groups of G over NKV key/value heads
 //   project(x)                                 step 1's storage: whatever owns q, k and v
 //   heads(projected)                           q, k, v as writable views (B, [NH,] T, HS)
 //   encode_positions(q, k, starts)             step 2; starts[b] is row b's first position
@@ -53,6 +56,36 @@ auto first_positions(std::size_t batch) {
     else return std::vector<std::size_t>(batch, 0);
 }
 
+// A grouped-query layer's queries (B, NH, T, HS) as (B, NKV, G, T, HS), and its keys or values
+// (B, NKV, T, HS) as (B, NKV, 1, T, HS): the group dim of 1 broadcasts, so that attention reads
+// each key/value head once for all G query heads of its group, in place. Other layers' heads
+// are attended as they are.
+template <class Layer>
+concept grouped_query_layer = requires { typename Layer::group_dim; };
+
+template <class Layer, class Q>
+auto grouped_queries(const Q& q) {
+    if constexpr (grouped_query_layer<Layer>)
+        return split<typename Layer::heads_dim, typename Layer::kv_heads_dim, typename Layer::group_dim>(q);
+    else return q;
+}
+template <class Layer, class K>
+auto shared_by_group(const K& k) {
+    if constexpr (grouped_query_layer<Layer>) {
+        using KV = typename Layer::kv_heads_dim;
+        return split<KV, KV, dim<Layer::group_dim::name, 1>>(k);
+    } else {
+        return k;
+    }
+}
+
+// out = causal_attention(q, k, v, scale), grouped as the layer's heads are.
+template <class Layer, class Out, class Q, class K, class V>
+void attend_heads(const Out& out, const Q& q, const K& k, const V& v, typename Layer::value_type scale) {
+    grouped_queries<Layer>(out) =
+        causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale);
+}
+
 // Steps 1, 2, 4 and 5; `attend(heads_out, q, k, v)` is step 4 (and 3, decoding).
 template <class Layer, class X, class Attend>
 auto run_self_attention(const Layer& layer, const X& x, std::span<const std::size_t> starts, Attend&& attend);
@@ -61,7 +94,7 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
 // values, into out: batch row b's new queries are its positions starts[b] .. starts[b] +
 // counts[b] - 1, and each sees its row's positions up to its own. Positions of out past
 // counts[b] are left as they are (padding).
-template <class Out, class Q, class Cache>
+template <class Layer, class Out, class Q, class Cache>
 void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
                            const typename Cache::lengths_type& counts, typename Cache::value_type scale);
 
@@ -77,7 +110,7 @@ auto causal_self_attention(const Layer& layer, const X& x) {
     using T = typename Layer::value_type;
     const auto starts = detail::first_positions<dim_at<0, dims_of<X>>>(x.extents()[0]);
     return detail::run_self_attention(layer, x, starts, [](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
-        heads_out = causal_attention(q, k, v, attention_scale<typename Layer::head_size_dim, T>);
+        detail::attend_heads<Layer>(heads_out, q, k, v, attention_scale<typename Layer::head_size_dim, T>);
     });
 }
 
@@ -93,7 +126,8 @@ auto causal_self_attention(const Layer& layer, const X& x, Cache& cache,
     const auto starts = cache.lengths();
     auto out = detail::run_self_attention(layer, x, starts, [&](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
         cache.append(k, v, counts);
-        detail::cached_attention_into(heads_out, q, cache, starts, *counts, attention_scale<typename Layer::head_size_dim, T>);
+        detail::cached_attention_into<Layer>(heads_out, q, cache, starts, *counts,
+                                             attention_scale<typename Layer::head_size_dim, T>);
     });
     detail::zero_padding(out, *counts);
     return out;
@@ -116,7 +150,7 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
     return layer.project_out(std::move(merged));
 }
 
-template <class Out, class Q, class Cache>
+template <class Layer, class Out, class Q, class Cache>
 void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
                            const typename Cache::lengths_type& counts, typename Cache::value_type scale) {
     using B = typename Cache::batch_dim;
@@ -130,7 +164,7 @@ void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const
     const bool even = std::all_of(starts.begin(), starts.end(), [&](std::size_t s) { return s == starts[0]; }) &&
                       std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == n; });
     if (even) {
-        out = causal_attention(q, keys, values, scale);
+        attend_heads<Layer>(out, q, keys, values, scale);
         return;
     }
     // A ragged batch: each row is a problem of its own, over its own positions only.
@@ -141,8 +175,8 @@ void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const
         const auto row_keys = select<B>(keys, b);
         const auto row_values = select<B>(values, b);
         const auto row_out = select<B>(out, b);
-        slice<Tq>(row_out, 0, counts[b]) = causal_attention(slice<Tq>(row_queries, 0, counts[b]), slice<S>(row_keys, 0, seen),
-                                                            slice<S>(row_values, 0, seen), scale);
+        attend_heads<Layer>(slice<Tq>(row_out, 0, counts[b]), slice<Tq>(row_queries, 0, counts[b]),
+                            slice<S>(row_keys, 0, seen), slice<S>(row_values, 0, seen), scale);
     }
 }
 

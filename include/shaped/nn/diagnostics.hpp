@@ -30,9 +30,16 @@ struct layer_input : failed {
 // Asserted in the layer's class (attention.hpp), with the three dims in the condition.
 #define SHAPED_RULE_HEADS_FILL_CHANNELS "heads x head size must equal the channel dim"
 
+// Asserted in GroupedQueryAttention's class (grouped_query_attention.hpp), with both dims in the
+// condition.
+#define SHAPED_RULE_QUERY_GROUPS "the query heads must be a multiple of the key/value heads (NH % NKV == 0)"
+
+// Asserted in rotary_encoding's class (rotary.hpp), with the head size and the rotated dims.
+#define SHAPED_RULE_ROTARY_FITS_HEAD "the rotated dims must be pairs that fit the head: even, and at most HS"
+
 #define SHAPED_RULE_ATTENTION_CACHE_HEADS                                   \
     "the cache's heads do not meet the layer's; a Head's cache is (B, S, HS), " \
-    "a MultiHeadAttention's (B, NH, S, HS)"
+    "a MultiHeadAttention's (B, NH, S, HS), a GroupedQueryAttention's (B, NKV, S, HS)"
 template <class... Shown>
 struct attention_cache_heads : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_HEADS);

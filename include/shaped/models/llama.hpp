@@ -1,0 +1,209 @@
+#pragma once
+// models::Llama<Config, T>: the Llama architecture as llama2.c's model.py (Meta's reference)
+// defines it, top to bottom:
+//
+//   x = tok_embeddings(idx)                (B, T, C); positions are rotary, inside attention
+//   x = layers(x)                          the n_layers LlamaBlocks: RMSNorm, grouped-query
+//                                          attention with rotary q and k, RMSNorm, SwiGLU
+//   logits = output(norm(x))               (B, T, V); output tied to tok_embeddings, or its own
+//
+// Its configuration is a type (llama_config, llama2.c's ModelArgs), so every dim is static but
+// T, at most the context (checked). Parameters have Meta's names ("tok_embeddings.weight",
+// "layers.0.attention.wq.weight", ..., "norm.weight", "output.weight"); a tied output has none.
+// It runs as GPT does, with the same generate and shaped-run:
+//
+//   model(idx)                        logits (B, T, V) for ids (B, T)
+//   model(idx, caches, counts)        decoding through every block's cache (cache_type<B>, NKV
+//                                     heads each), logits (B, n, V); with counts, a ragged batch
+//   model.next_logits(idx, caches)    the same step, only each row's last logits, (B, V)
+
+#include <shaped/models/decoder.hpp>
+#include <shaped/nn.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace shaped::models {
+
+// llama2.c's ModelArgs as a type: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
+// seq_len; whether the classifier is the embedding (llama2.c's shared_classifier); the rotary
+// pairing its checkpoints expect. A config with another eps or theta derives from one of these
+// and says so: struct my_config : llama_config<...> { static constexpr double rope_theta = 5e5; };
+template <std::size_t Vocab, std::size_t Context, std::size_t Layers, std::size_t Heads, std::size_t KVHeads,
+          std::size_t Channels, std::size_t Hidden, bool TiedClassifier = true,
+          nn::rotary_pairing Pairing = nn::rotary_pairing::adjacent>
+struct llama_config {
+    static_assert(Channels % Heads == 0, "shaped::models::llama_config: the heads must divide the channels");
+    static constexpr std::size_t vocab_size = Vocab;
+    static constexpr std::size_t seq_len = Context;
+    static constexpr std::size_t n_layers = Layers;
+    static constexpr std::size_t n_heads = Heads;
+    static constexpr std::size_t n_kv_heads = KVHeads;
+    static constexpr std::size_t dim = Channels;
+    static constexpr std::size_t hidden_dim = Hidden;
+    static constexpr bool tied_classifier = TiedClassifier;
+    static constexpr nn::rotary_pairing rotary_pairing = Pairing;
+    static constexpr double norm_eps = 1e-5;
+    static constexpr double rope_theta = 10000.0;
+};
+
+// The TinyStories models of llama2.c (karpathy/tinyllamas).
+using stories260k = llama_config<512, 512, 5, 8, 4, 64, 172>;
+using stories15m = llama_config<32000, 256, 6, 6, 6, 288, 768>;
+using stories110m = llama_config<32000, 1024, 12, 12, 12, 768, 2048>;
+
+template <class Config, class T = float>
+class Llama {
+public:
+    using config = Config;
+    using value_type = T;
+    using vocab_dim = dim<"V", Config::vocab_size>;
+    using context_dim = dim<"P", Config::seq_len>;
+    using channel_dim = dim<"C", Config::dim>;
+    using heads_dim = dim<"NH", Config::n_heads>;
+    using kv_heads_dim = dim<"NKV", Config::n_kv_heads>;
+    using head_size_dim = dim<"HS", Config::dim / Config::n_heads>;
+    using hidden_dim = dim<"FF", Config::hidden_dim>;
+    using position_type = nn::rotary_encoding<head_size_dim, Config::rotary_pairing>;
+    using block_type = nn::LlamaBlock<channel_dim, heads_dim, kv_heads_dim, head_size_dim, hidden_dim, position_type, T>;
+    using layers_type = nn::Stack<block_type, Config::n_layers>;
+    using output_type = std::conditional_t<Config::tied_classifier, nn::absent, nn::Linear<channel_dim, vocab_dim, false, T>>;
+    // The caches a batch of B rows decodes with, one per block, each as long as the context.
+    template <StaticDim B>
+    using cache_type = typename layers_type::template cache_type<B, context_dim>;
+
+    // Parameters zero-filled, to be loaded.
+    Llama() { configure(); }
+    // model.py's initialisation: every matrix N(0, 0.02), w3 and wo N(0, 0.02 / sqrt(2
+    // n_layers)), RMSNorm weights 1.
+    explicit Llama(Generator& gen);
+
+    // idx (B, T) -> logits (B, T, V), T at most the context.
+    template <Expression Ids>
+    auto operator()(const Ids& idx) const;
+
+    // Decoding: idx (B, n) holds the next n ids of every row, after those the caches hold; the
+    // logits of those positions, (B, n, V). With counts, row b takes only its first counts[b] ids
+    // (a ragged batch; the logits at its padding positions are those of a zero input).
+    template <Expression Ids, class Cache>
+    auto operator()(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
+                    std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
+
+    // That decoding step's logits at each row's last new position (counts[b] - 1), (B, V).
+    template <Expression Ids, class Cache>
+    auto next_logits(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
+                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
+
+    BOOST_HANA_DEFINE_STRUCT(Llama,
+        (nn::Embedding<vocab_dim, channel_dim, T>, tok_embeddings),
+        (layers_type, layers),
+        (nn::RMSNorm<channel_dim, T>, norm),
+        (output_type, output));
+
+private:
+    // The config's eps and theta, in every norm and attention.
+    void configure();
+
+    // tok_embeddings(ids) for the first counts[b] positions of row b; 0 after.
+    template <class Ids, std::size_t Batch>
+    auto embed(const Ids& ids, const std::array<std::size_t, Batch>& counts) const;
+
+    // A decoding step through every block: the last block's output (B, n, C), and the positions
+    // each row took.
+    template <class Ids, class Cache>
+    auto decode_blocks(const Ids& ids, std::array<Cache, Config::n_layers>& caches,
+                       const std::optional<typename Cache::lengths_type>& counts) const {
+        const auto taken = layers_type::check_room(caches, ids.extents()[1], counts);
+        return std::pair(layers(embed(ids, taken), caches, counts), taken);
+    }
+
+    // (..., C) -> (..., V)
+    template <class X>
+    auto logits(const X& x) const {
+        using Out = tensor_for<T, replace_at<rank_of<X> - 1, vocab_dim, dims_of<X>>>;
+        if constexpr (Config::tied_classifier) return Out(matmul(norm(x), tok_embeddings.weight.mT()));
+        else return Out(output(norm(x)));
+    }
+};
+
+// ---- implementation ------------------------------------------------------------------------
+
+template <class Config, class T>
+Llama<Config, T>::Llama(Generator& gen) {
+    const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(Config::n_layers));
+    nn::for_each_parameter(*this, [&](std::string_view name, auto& parameter) {
+        if constexpr (rank_of<std::remove_cvref_t<decltype(parameter)>> == 2) {
+            gen.fill_normal(parameter.elements());
+            const bool residual = name.ends_with("w3.weight") || name.ends_with("wo.weight");
+            const T scale = static_cast<T>(residual ? residual_std : 0.02);
+            for (T& value : parameter.elements()) value *= scale;
+        } else {
+            std::fill(parameter.elements().begin(), parameter.elements().end(), T(1));
+        }
+    });
+    configure();
+}
+
+template <class Config, class T>
+void Llama<Config, T>::configure() {
+    for (block_type& block : layers) {
+        block.attention.position().theta = Config::rope_theta;
+        block.attention_norm.eps = Config::norm_eps;
+        block.ffn_norm.eps = Config::norm_eps;
+    }
+    norm.eps = Config::norm_eps;
+}
+
+template <class Config, class T>
+template <Expression Ids>
+auto Llama<Config, T>::operator()(const Ids& idx) const {
+    static_assert(rank_of<Ids> == 2, "shaped::models::Llama: the ids are (B, T)");
+    using B = dim_at<0, dims_of<Ids>>;
+    const auto ids = eval(idx);
+    std::array<std::size_t, B::extent> counts{};
+    counts.fill(detail::positions_in_context<context_dim>("shaped::models::Llama", ids));
+    return logits(layers(embed(ids, counts)));
+}
+
+template <class Config, class T>
+template <Expression Ids, class Cache>
+auto Llama<Config, T>::operator()(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
+                                  std::optional<typename Cache::lengths_type> counts) const {
+    static_assert(rank_of<Ids> == 2, "shaped::models::Llama: the ids are (B, n)");
+    return logits(decode_blocks(eval(idx), caches, counts).first);
+}
+
+template <class Config, class T>
+template <Expression Ids, class Cache>
+auto Llama<Config, T>::next_logits(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
+                                   std::optional<typename Cache::lengths_type> counts) const {
+    static_assert(rank_of<Ids> == 2, "shaped::models::Llama: the ids are (B, n)");
+    using B = dim_at<0, dims_of<Ids>>;
+    const auto [x, taken] = decode_blocks(eval(idx), caches, counts);
+    return logits(detail::last_taken<B, channel_dim>(x, taken));
+}
+
+template <class Config, class T>
+template <class Ids, std::size_t Batch>
+auto Llama<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>& counts) const {
+    using B = dim_at<0, dims_of<Ids>>;
+    using Time = dim_at<1, dims_of<Ids>>;
+    constexpr std::size_t channels = Config::dim;
+    const std::size_t n = ids.extents()[1];
+    Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
+    for (std::size_t b = 0; b < Batch; ++b)
+        for (std::size_t t = 0; t < n; ++t) {
+            T* out = x.data() + (b * n + t) * channels;
+            // The ids at padding positions may be anything: they are not read.
+            if (t >= counts[b]) std::fill_n(out, channels, T(0));
+            else std::copy_n(tok_embeddings.row(ids(b, t), b * n + t), channels, out);
+        }
+    return x;
+}
+
+}  // namespace shaped::models

@@ -1,0 +1,136 @@
+#pragma once
+// nn::GroupedQueryAttention<C, NH, NKV, HS, Position, T>: Llama's attention. NH query heads of
+// size HS share NKV key/value heads, NH / NKV query heads to a group (Ainslie et al.); NKV = NH
+// is multi-head attention, NKV = 1 multi-query attention. NH must be a multiple of NKV, checked
+// by the compiler with both dims in the diagnostic.
+//
+//   wq (NH x HS, C), wk and wv (NKV x HS, C), wo (C, NH x HS), no biases: Meta's names and
+//   layouts (Hugging Face's q_proj, k_proj, v_proj, o_proj).
+//
+// Position is the encoding applied to q and k (rotary_encoding, or no_position_encoding). Like
+// the other attention layers it runs two ways, layer(x) and layer(x, cache, counts), through the
+// one routine of nn/causal_self_attention.hpp. Its cache holds the NKV key/value heads,
+// (B, NKV, S, HS): NH / NKV times smaller than a cache of every query head's, and attention reads
+// each group's keys and values there, in place, never repeated in memory.
+
+#include <shaped/nn/attention.hpp>
+#include <shaped/nn/rotary.hpp>
+
+#include <optional>
+#include <tuple>
+#include <type_traits>
+
+namespace shaped::nn {
+
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position = no_position_encoding, class T = float>
+class GroupedQueryAttention;
+
+namespace detail {
+// The query heads fall into groups of equal size, one per key/value head.
+template <Dim NH, Dim NKV>
+inline constexpr bool query_heads_group = NKV::extent > 0 && NH::extent % NKV::extent == 0;
+
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T>
+inline constexpr bool layer_keeps_rules<GroupedQueryAttention<C, NH, NKV, HS, Position, T>> = query_heads_group<NH, NKV>;
+}  // namespace detail
+
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T>
+class GroupedQueryAttention {
+    static_assert(detail::query_heads_group<NH, NKV>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_QUERY_GROUPS);
+
+public:
+    using value_type = T;
+    using channel_dim = C;
+    using heads_dim = NH;
+    using kv_heads_dim = NKV;
+    using head_size_dim = HS;
+    using position_type = Position;
+    // The query heads a key/value head serves.
+    using group_dim = dim<"G", NH::extent / (NKV::extent ? NKV::extent : 1)>;
+    // The queries of all heads side by side, and the keys' or the values'.
+    using queries_dim = dim<"Q", NH::extent * HS::extent>;
+    using kv_dim = dim<"KV", NKV::extent * HS::extent>;
+    // The cache this layer decodes with: keys and values (B, NKV, S, HS).
+    template <StaticDim B, StaticDim S>
+    using cache_type = KVCache<T, B, NKV, S, HS>;
+
+    // Parameters zero-filled, to be loaded.
+    GroupedQueryAttention() = default;
+    explicit GroupedQueryAttention(Position position) : position_(position) {}
+    // PyTorch's initialisation, drawn for wq, wk, wv, wo in that order.
+    explicit GroupedQueryAttention(Generator& gen, Position position = {})
+        : wq(gen), wk(gen), wv(gen), wo(gen), position_(position) {}
+
+    // The full causal forward: x (B, T, C) -> (B, T, C).
+    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
+    // instantiates it at the caller's line, with no frame of ours around it.
+    template <Expression X>
+        requires std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, void, HS, NKV>>
+    auto operator()(const X& x) const {
+        return causal_self_attention(*this, x);
+    }
+    template <Expression X>
+        requires(!std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, void, HS, NKV>>)
+    detail::attention_misfit_t<GroupedQueryAttention, C, X, void, HS, NKV> operator()(const X&) const;
+
+    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
+    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
+    template <Expression X, KeyValueCache Cache>
+        requires std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, Cache, HS, NKV>>
+    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
+        return causal_self_attention(*this, x, cache, counts);
+    }
+    template <Expression X, KeyValueCache Cache>
+        requires(!std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, Cache, HS, NKV>>)
+    detail::attention_misfit_t<GroupedQueryAttention, C, X, Cache, HS, NKV> operator()(
+        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
+
+    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
+    // second error.
+    template <class... Args>
+        requires any_failed<Args...>
+    failed operator()(Args&&...) const;
+
+    // The encoding of positions, and its settings (a rotary's theta).
+    const Position& position() const { return position_; }
+    Position& position() { return position_; }
+
+    // The projections, named as Meta's Attention names them: "wq.weight", ..., "wo.weight".
+    BOOST_HANA_DEFINE_STRUCT(GroupedQueryAttention,
+        (Linear<C, queries_dim, false, T>, wq),
+        (Linear<C, kv_dim, false, T>, wk),
+        (Linear<C, kv_dim, false, T>, wv),
+        (Linear<queries_dim, C, false, T>, wo));
+
+    // The parts causal_self_attention runs: three projections of their own, whose channels split
+    // into heads, viewed (B, heads, T, HS) in place; the heads' outputs side by side in
+    // (B, T, NH x HS), which wo reads as it lies.
+    using merged_dim = queries_dim;
+    template <class X>
+    struct projections {
+        tensor_for<T, replace_at<2, queries_dim, dims_of<X>>> queries;
+        tensor_for<T, replace_at<2, kv_dim, dims_of<X>>> keys, values;
+    };
+    template <class X>
+    projections<X> project(const X& x) const { return {wq(x), wk(x), wv(x)}; }
+    template <class X>
+    static auto heads(projections<X>& p) {
+        return std::tuple{heads_of(p.queries), view_of(transpose<1, 2>(split<kv_dim, NKV, HS>(p.keys))),
+                          view_of(transpose<1, 2>(split<kv_dim, NKV, HS>(p.values)))};
+    }
+    template <class Q, class K>
+    void encode_positions(const Q& q, const K& k, std::span<const std::size_t> starts) const {
+        position_(q, k, starts);
+    }
+    template <class M>
+    static auto heads_of(M& merged) { return view_of(transpose<1, 2>(split<queries_dim, NH, HS>(merged))); }
+    template <class M>
+    auto project_out(const M& merged) const {
+        return tensor_for<T, replace_at<2, C, dims_of<M>>>(wo(merged));
+    }
+
+private:
+    Position position_{};
+};
+
+}  // namespace shaped::nn

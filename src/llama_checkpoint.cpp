@@ -1,0 +1,266 @@
+// What a Llama checkpoint says of its model (models/llama_checkpoint.hpp): llama2.c's header or
+// a Hugging Face config.json, every value read checked; and llama2.c's weights, read in order.
+
+#include <shaped/models/llama_checkpoint.hpp>
+
+#include "untrusted_input.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+
+namespace shaped::models {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const fs::path& path, const std::string& what) {
+    throw io::io_error("shaped::models::read_llama_config: " + path.string() + ": " + what);
+}
+
+// The heads divide the channels, the key/value heads the heads, and a head is rotary pairs:
+// what any Llama's config must say, before a byte count is computed from it.
+void check_shapes(const llama_checkpoint_config& config, const fs::path& path) {
+    if (config.dim % config.n_heads != 0)
+        fail(path, "dim " + std::to_string(config.dim) + " is not a multiple of n_heads " + std::to_string(config.n_heads));
+    if (config.n_heads % config.n_kv_heads != 0)
+        fail(path, "n_heads " + std::to_string(config.n_heads) + " is not a multiple of n_kv_heads " +
+                       std::to_string(config.n_kv_heads));
+    if ((config.dim / config.n_heads) % 2 != 0)
+        fail(path, "the head size " + std::to_string(config.dim / config.n_heads) + " is odd: rotary needs pairs");
+}
+
+// The float32s a llama2.c file holds after its header, or nothing when the count overflows.
+std::optional<std::size_t> llama2c_floats(const llama_checkpoint_config& c) {
+    const std::size_t head_size = c.dim / c.n_heads, kv_dim = head_size * c.n_kv_heads;
+    std::size_t total = 0;
+    bool overflow = false;
+    const auto add = [&](std::initializer_list<std::size_t> factors) {
+        std::size_t product = 1;
+        for (std::size_t f : factors) overflow |= __builtin_mul_overflow(product, f, &product);
+        overflow |= __builtin_add_overflow(total, product, &total);
+    };
+    add({c.vocab_size, c.dim});                     // token embedding
+    add({c.n_layers, c.dim});                       // attention norms
+    add({c.n_layers, c.dim, c.dim});                // wq
+    add({2, c.n_layers, kv_dim, c.dim});            // wk, wv
+    add({c.n_layers, c.dim, c.dim});                // wo
+    add({c.n_layers, c.dim});                       // ffn norms
+    add({3, c.n_layers, c.hidden_dim, c.dim});      // w1, w2, w3
+    add({c.dim});                                   // final norm
+    add({c.seq_len, head_size});                    // the two legacy rotary tables, each half a head
+    if (!c.tied_classifier) add({c.vocab_size, c.dim});
+    overflow |= total > std::numeric_limits<std::size_t>::max() / sizeof(float) - llama2c_header_bytes;
+    if (overflow) return std::nullopt;
+    return total;
+}
+
+std::size_t positive(const nlohmann::json& config, const fs::path& path, const char* key) {
+    const auto found = config.find(key);
+    if (found == config.end()) fail(path, std::string("has no \"") + key + "\"");
+    if (!found->is_number_unsigned() || found->get<std::size_t>() == 0)
+        fail(path, std::string("\"") + key + "\" is not a positive integer");
+    return found->get<std::size_t>();
+}
+
+double positive_number(const nlohmann::json& config, const fs::path& path, const char* key, double otherwise) {
+    const auto found = config.find(key);
+    if (found == config.end()) return otherwise;
+    if (!found->is_number() || !(found->get<double>() > 0) || !std::isfinite(found->get<double>()))
+        fail(path, std::string("\"") + key + "\" is not a positive number");
+    return found->get<double>();
+}
+
+std::string describe_pairing(nn::rotary_pairing pairing) {
+    return pairing == nn::rotary_pairing::adjacent ? "adjacent" : "halves";
+}
+
+}  // namespace
+
+llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, const fs::path& path) {
+    if (header.size() < llama2c_header_bytes)
+        fail(path, "is " + std::to_string(header.size()) + " bytes, shorter than llama2.c's header of " +
+                       std::to_string(llama2c_header_bytes));
+    std::array<std::int32_t, 7> fields{};
+    std::memcpy(fields.data(), header.data(), llama2c_header_bytes);
+    constexpr std::array<const char*, 7> names{"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        // vocab_size alone may be negative (a separate classifier); INT32_MIN has no magnitude.
+        const bool allowed = fields[i] > 0 || (i == 5 && fields[i] < 0 && fields[i] != std::numeric_limits<std::int32_t>::min());
+        if (!allowed)
+            fail(path, std::string("header field ") + names[i] + " is " + std::to_string(fields[i]) +
+                           ", not a positive count (is this a llama2.c version-0 checkpoint?)");
+    }
+    llama_checkpoint_config out;
+    out.dim = static_cast<std::size_t>(fields[0]);
+    out.hidden_dim = static_cast<std::size_t>(fields[1]);
+    out.n_layers = static_cast<std::size_t>(fields[2]);
+    out.n_heads = static_cast<std::size_t>(fields[3]);
+    out.n_kv_heads = static_cast<std::size_t>(fields[4]);
+    out.tied_classifier = fields[5] > 0;
+    out.vocab_size = static_cast<std::size_t>(fields[5] > 0 ? fields[5] : -fields[5]);
+    out.seq_len = static_cast<std::size_t>(fields[6]);
+    check_shapes(out, path);
+    return out;
+}
+
+llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::path& path) {
+    nlohmann::json config;
+    try {
+        config = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& error) {
+        fail(path, std::string("is not JSON: ") + error.what());
+    }
+    if (!config.is_object()) fail(path, "is not a JSON object");
+    if (const auto type = config.find("model_type"); type != config.end() && *type != "llama")
+        fail(path, "is the config of a \"" + (type->is_string() ? type->get<std::string>() : type->dump()) +
+                       "\" model, not of Llama");
+    if (const auto act = config.find("hidden_act"); act != config.end() && *act != "silu")
+        fail(path, "\"hidden_act\" is " + act->dump() + ": shaped's Llama has SwiGLU, \"silu\"");
+    llama_checkpoint_config out;
+    out.dim = positive(config, path, "hidden_size");
+    out.hidden_dim = positive(config, path, "intermediate_size");
+    out.n_layers = positive(config, path, "num_hidden_layers");
+    out.n_heads = positive(config, path, "num_attention_heads");
+    // LlamaConfig's default: as many key/value heads as heads.
+    out.n_kv_heads = config.contains("num_key_value_heads") ? positive(config, path, "num_key_value_heads") : out.n_heads;
+    out.vocab_size = positive(config, path, "vocab_size");
+    out.seq_len = positive(config, path, "max_position_embeddings");
+    if (const auto tied = config.find("tie_word_embeddings"); tied != config.end()) {
+        if (!tied->is_boolean()) fail(path, "\"tie_word_embeddings\" is not true or false");
+        out.tied_classifier = tied->get<bool>();
+    }
+    // Hugging Face's q and k are permuted for rotate_half.
+    out.rotary_pairing = nn::rotary_pairing::halves;
+    out.norm_eps = positive_number(config, path, "rms_norm_eps", 1e-6);
+    out.rope_theta = positive_number(config, path, "rope_theta", 10000.0);
+    if (const auto scaling = config.find("rope_scaling"); scaling != config.end() && !scaling->is_null())
+        fail(path, "has \"rope_scaling\", which shaped's rotary encoding does not do");
+    check_shapes(out, path);
+    return out;
+}
+
+llama_checkpoint_config read_llama_config(const fs::path& path) {
+    const std::string context = "shaped::models::read_llama_config: " + path.string() + ": ";
+    if (fs::is_directory(path))
+        return parse_hf_llama_config(io::detail::read_whole_file(context, path / "config.json", "a Llama config.json"),
+                                     path / "config.json");
+    io::detail::require_regular_file(context, path, "a llama2.c checkpoint");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    std::array<std::byte, llama2c_header_bytes> header{};
+    in.read(reinterpret_cast<char*>(header.data()), header.size());
+    return parse_llama2c_header(std::span(header.data(), static_cast<std::size_t>(in.gcount())), path);
+}
+
+std::string config_spelling(const llama_checkpoint_config& c) {
+    std::ostringstream out;
+    out << "shaped::models::llama_config<" << c.vocab_size << ", " << c.seq_len << ", " << c.n_layers << ", "
+        << c.n_heads << ", " << c.n_kv_heads << ", " << c.dim << ", " << c.hidden_dim;
+    if (!c.tied_classifier || c.rotary_pairing != nn::rotary_pairing::adjacent)
+        out << ", " << (c.tied_classifier ? "true" : "false");
+    if (c.rotary_pairing != nn::rotary_pairing::adjacent) out << ", shaped::nn::rotary_pairing::halves";
+    out << ">";
+    return out.str();
+}
+
+namespace detail {
+
+std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& found,
+                                                 const llama_checkpoint_config& compiled) {
+    std::vector<std::string> out;
+    const auto check = [&](std::string_view key, auto got, auto want, auto show) {
+        if (got != want)
+            out.push_back(std::string(key) + ": the checkpoint has " + show(got) + ", the compiled config " + show(want));
+    };
+    const auto count = [](std::size_t n) { return std::to_string(n); };
+    const auto number = [](double x) {
+        std::ostringstream s;
+        s << x;
+        return s.str();
+    };
+    check("dim", found.dim, compiled.dim, count);
+    check("hidden_dim", found.hidden_dim, compiled.hidden_dim, count);
+    check("n_layers", found.n_layers, compiled.n_layers, count);
+    check("n_heads", found.n_heads, compiled.n_heads, count);
+    check("n_kv_heads", found.n_kv_heads, compiled.n_kv_heads, count);
+    check("vocab_size", found.vocab_size, compiled.vocab_size, count);
+    check("seq_len", found.seq_len, compiled.seq_len, count);
+    check("classifier", found.tied_classifier, compiled.tied_classifier,
+          [](bool tied) { return std::string(tied ? "tied to the embedding" : "its own"); });
+    check("rotary pairing", found.rotary_pairing, compiled.rotary_pairing, describe_pairing);
+    check("norm_eps", found.norm_eps, compiled.norm_eps, number);
+    check("rope_theta", found.rope_theta, compiled.rope_theta, number);
+    return out;
+}
+
+void throw_llama_config_mismatch(const fs::path& path, const llama_checkpoint_config& found,
+                                 const std::vector<std::string>& mismatches) {
+    std::string message = "shaped::models::load_llama: " + path.string() + ": the checkpoint's config, " +
+                          config_spelling(found) + ", is not the compiled one:";
+    for (const std::string& mismatch : mismatches) message += "\n  " + mismatch;
+    throw io::io_error(message);
+}
+
+llama2c_reader::llama2c_reader(const fs::path& path, const llama_checkpoint_config& config)
+    : path_(path), in_(path, std::ios::binary) {
+    if (!in_) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    const auto floats = llama2c_floats(config);
+    if (!floats) fail(path, "the header's config has more weights than a file can hold");
+    std::error_code error;
+    const auto size = fs::file_size(path, error);
+    if (error) fail(path, "cannot read its size: " + error.message());
+    const std::size_t expected = llama2c_header_bytes + *floats * sizeof(float);
+    if (size != expected)
+        fail(path, "is " + std::to_string(size) + " bytes; its header's config " + config_spelling(config) + " needs " +
+                       std::to_string(expected) + (size < expected ? " (truncated?)" : " (trailing bytes?)"));
+    in_.seekg(static_cast<std::streamoff>(llama2c_header_bytes));
+}
+
+void llama2c_reader::read(std::span<float> out, std::string_view what) {
+    in_.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size_bytes()));
+    if (static_cast<std::size_t>(in_.gcount()) != out.size_bytes())
+        fail(path_, "ends inside " + std::string(what) + " (the file changed while it was read?)");
+    for (std::size_t i = 0; i < out.size(); ++i)
+        if (!std::isfinite(out[i]))
+            fail(path_, std::string(what) + " element " + std::to_string(i) + " is " + std::to_string(out[i]) +
+                            ", not a finite weight");
+}
+
+void llama2c_reader::skip(std::size_t floats, std::string_view what) {
+    in_.seekg(static_cast<std::streamoff>(floats * sizeof(float)), std::ios::cur);
+    if (!in_) fail(path_, "ends inside " + std::string(what));
+}
+
+std::string hf_llama_name(std::string_view name) {
+    // Meta's names, as the model has them, to Hugging Face's.
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> parts{{
+        {"attention.wq.", "self_attn.q_proj."},
+        {"attention.wk.", "self_attn.k_proj."},
+        {"attention.wv.", "self_attn.v_proj."},
+        {"attention.wo.", "self_attn.o_proj."},
+        {"feed_forward.w1.", "mlp.gate_proj."},
+        {"feed_forward.w2.", "mlp.down_proj."},
+        {"feed_forward.w3.", "mlp.up_proj."},
+        {"attention_norm.", "input_layernorm."},
+        {"ffn_norm.", "post_attention_layernorm."},
+    }};
+    if (name == "tok_embeddings.weight") return "model.embed_tokens.weight";
+    if (name == "norm.weight") return "model.norm.weight";
+    if (name == "output.weight") return "lm_head.weight";
+    std::string out = "model." + std::string(name);
+    for (const auto& [meta, hf] : parts)
+        if (const auto at = out.find(meta); at != std::string::npos) out.replace(at, meta.size(), hf);
+    return out;
+}
+
+}  // namespace detail
+
+}  // namespace shaped::models
