@@ -8,7 +8,8 @@ A row is a case: shaped's time, the hand-written baseline's, PyTorch eager's, ho
 faster shaped is than PyTorch, shaped's time over the baseline's; where the case counts its
 flops, shaped's GFLOP/s and their share of the sgemm ceiling (the baseline sgemm's GFLOP/s);
 where it counts the bytes it reads, its GB/s and their share of the bandwidth ceiling (the
-faster STREAM-like case's); where it counts tokens, its tokens/s and PyTorch's.
+faster STREAM-like case's); where it counts tokens, its tokens/s and PyTorch's, and below the
+table what a token costs each implementation (us per token).
 Each time is the fastest of the repetitions (other work on the machine only ever adds time).
 Single-threaded runs compare process CPU time, which another process on the machine disturbs
 less than wall time; multi-threaded runs compare wall time.
@@ -27,6 +28,13 @@ SUFFIXES = ("/process_time", "/real_time", "/manual_time")
 CEILING = "sgemm/N1024"
 BANDWIDTH_CASES = "stream/"
 GENERATE = "generate/gpt2_124m_P16_N128"
+# stories260K's greedy decoding (llama_bench.cpp): the C loops of llama2.c's run.c are its
+# baseline. Its benchmarks name the implementation inside the case's last part; they are one row.
+STORIES = "llama/stories260k_N256"
+NAMED = {
+    "llama/stories260k_c_loops_N256": (STORIES, "baseline"),
+    "llama/stories260k_shaped_N256": (STORIES, "shaped"),
+}
 
 
 def load_shaped(path, clock):
@@ -59,7 +67,10 @@ def strip(name):
 
 
 def split_name(name):
-    """'prefill/B1_T256_C384_NH6/shaped' -> ('prefill/B1_T256_C384_NH6', 'shaped')."""
+    """'prefill/B1_T256_C384_NH6/shaped' -> ('prefill/B1_T256_C384_NH6', 'shaped'); the cases of
+    NAMED, to their row and implementation."""
+    if name in NAMED:
+        return NAMED[name]
     case, _, impl = name.rpartition("/")
     return case, impl
 
@@ -99,15 +110,15 @@ def build_rows(times, counters, torch_cases, clock):
             if bandwidth:
                 row["share_of_bandwidth"] = row["gbytes_per_second"] / bandwidth
         if row.get("tokens"):
-            if s:
-                row["tokens_per_second"] = row["tokens"] / s
-            if t:
-                row["pytorch_tokens_per_second"] = row["tokens"] / t
+            for impl, seconds, prefix in (("shaped", s, ""), ("baseline", b, "baseline_"), ("pytorch", t, "pytorch_")):
+                if seconds:
+                    row[prefix + "tokens_per_second"] = row["tokens"] / seconds
+                    row[prefix + "us_per_token"] = seconds / row["tokens"] * 1e6
     return sorted(rows.values(), key=order), ceiling, bandwidth
 
 
 def order(row):
-    kinds = ["head", "prefill", "attention_core", "decode", "recompute", "generate", "sgemm", "stream"]
+    kinds = ["head", "prefill", "attention_core", "decode", "recompute", "generate", "llama", "sgemm", "stream"]
     kind = row["case"].split("/")[0]
     rank = kinds.index(kind) if kind in kinds else len(kinds)
     numbers = [int(n) for n in re.findall(r"\d+", row["case"])]
@@ -147,6 +158,21 @@ def table(rows):
     out.append("  ".join("-" * w for w in widths))
     out.extend(fmt(line) for line in lines)
     return "\n".join(out)
+
+
+def per_token(rows):
+    """What a token costs each implementation of the cases that count tokens."""
+    lines = []
+    for r in rows:
+        if not r.get("tokens"):
+            continue
+        costs = [] if r.get("us_per_token") else ["shaped missing"]
+        for impl, prefix in (("shaped", ""), ("baseline", "baseline_"), ("PyTorch", "pytorch_")):
+            us = r.get(prefix + "us_per_token")
+            if us:
+                costs.append(f"{impl} {us:.1f} us ({r[prefix + 'tokens_per_second']:.0f} tokens/s)")
+        lines.append(f"  {r['case']}: " + ", ".join(costs))
+    return "\n".join(lines)
 
 
 def targets(rows, ceiling, bandwidth, memory):
@@ -194,6 +220,17 @@ def targets(rows, ceiling, bandwidth, memory):
     else:
         add("shaped-run on that model: peak resident memory <= 1.2x its weights' and caches' bytes", False, "missing")
 
+    stories = by_case.get(STORIES, {})
+    s, b = stories.get("tokens_per_second"), stories.get("baseline_tokens_per_second")
+    if s and b:
+        measured = f"{s:.0f} vs {b:.0f} tokens/s = {s / b:.2f}x"
+    else:
+        measured = "missing (" + "; ".join(
+            [f"C loops {b:.0f} tokens/s" if b else "no result for llama/stories260k_c_loops_N256"] +
+            ([] if s else ["no result for llama/stories260k_shaped_N256"])) + ")"
+    add("stories260K decode (greedy, 256 ids from BOS): shaped >= 2x the C loops' tokens/s (llama2.c's run.c, "
+        "-O3 -march=native, no BLAS)", bool(s and b and s / b >= 2), measured)
+
     ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None
     add("shaped vs hand-written baseline: no slower than 1.1x in any case", worst is not None and worst[1] <= 1.1,
@@ -227,6 +264,10 @@ def main():
     print(f"sgemm ceiling: {ceiling:.1f} GFLOP/s" if ceiling else "sgemm ceiling: missing")
     print(f"memory bandwidth (STREAM-like): {bandwidth:.1f} GB/s\n" if bandwidth else "memory bandwidth: missing\n")
     print(table(rows))
+    costs = per_token(rows)
+    if costs:
+        print("\nper token:")
+        print(costs)
     if memory:
         print(f"\nshaped-run {shlex.join(memory['arguments'])}: peak resident {memory['peak_rss_bytes'] / 2**20:.0f} MiB; "
               f"weights {memory['weights_bytes'] / 2**20:.0f} MiB, caches {memory['cache_bytes'] / 2**20:.0f} MiB")
