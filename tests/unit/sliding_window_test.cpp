@@ -116,3 +116,168 @@ TEST_CASE("windowed attention in parallel, many blocks, meets the naive masked s
     check_window<float, 100>(700, 700, 64);
     check_window<float, 129>(700, 450, 32);
 }
+
+// ---- the layer: Mistral's grouped-query attention with a window -----------------------------
+
+namespace {
+
+using C = shaped::dim<"C", 16>;
+using NH4 = shaped::dim<"NH", 4>;
+using NKV = shaped::dim<"NKV", 2>;
+using HS = shaped::dim<"HS", 4>;
+using S64 = shaped::dim<"S", 64>;
+using Rotary = shaped::nn::rotary_encoding<HS>;
+constexpr std::size_t W = 5;
+using Windowed = shaped::nn::GroupedQueryAttention<C, NH4, NKV, HS, Rotary, double, shaped::window<W>>;
+using Unwindowed = shaped::nn::GroupedQueryAttention<C, NH4, NKV, HS, Rotary, double>;
+using Ring = Windowed::cache_type<B, S64>;
+
+// The same parameters in a layer without a window.
+Unwindowed without_window(const Windowed& layer) {
+    Unwindowed plain;
+    plain.wq = layer.wq;
+    plain.wk = layer.wk;
+    plain.wv = layer.wv;
+    plain.wo = layer.wo;
+    return plain;
+}
+
+}  // namespace
+
+TEST_CASE("RingKVCache: a windowed layer's cache is a ring of W positions", "[sliding_window][cache]") {
+    STATIC_REQUIRE(std::is_same_v<Ring, shaped::nn::RingKVCache<double, B, NKV, shaped::dim<"S", W>, HS>>);
+    STATIC_REQUIRE(Ring::capacity == W);
+    STATIC_REQUIRE(Ring::bytes == 2 * 2 * 2 * W * 4 * sizeof(double));
+    STATIC_REQUIRE(std::is_same_v<Unwindowed::cache_type<B, S64>, shaped::nn::KVCache<double, B, NKV, S64, HS>>);
+}
+
+TEST_CASE("RingKVCache: appends past W keep each row's last W positions, slot p % W", "[sliding_window][cache]") {
+    using One = shaped::dim<"H", 1>;
+    using Cache = shaped::nn::RingKVCache<double, B, shaped::dim<"W", 3>, One>;
+    Cache cache;
+    // Keys and values whose one element is their position, 100 more in row 1.
+    std::array<std::size_t, 2> next{0, 0};
+    const auto append = [&](std::size_t n, std::array<std::size_t, 2> counts) {
+        auto k = shaped::zeros<double, B, Td, One>(Td{n});
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t t = 0; t < n; ++t) k(b, t, 0) = static_cast<double>(next[b] + t + 100 * b);
+        cache.append(k, k, counts);
+        for (std::size_t b = 0; b < 2; ++b) next[b] += counts[b];
+    };
+    // The positions row b holds, oldest first, read through slots_from.
+    const auto held = [&](std::size_t b) {
+        std::vector<double> positions;
+        const auto keys = cache.keys();
+        for (const auto run : cache.slots_from(b, cache.lengths()[b] - cache.held()[b]))
+            for (std::size_t s = run.begin; s < run.end; ++s) positions.push_back(keys(b, s, 0));
+        return positions;
+    };
+    append(2, {2, 1});
+    REQUIRE(cache.lengths() == std::array<std::size_t, 2>{2, 1});
+    REQUIRE(held(0) == std::vector<double>{0, 1});
+    REQUIRE(held(1) == std::vector<double>{100});
+    append(7, {7, 3});  // row 0 takes more than the ring holds: only its last 3 stay
+    REQUIRE(cache.lengths() == std::array<std::size_t, 2>{9, 4});
+    REQUIRE(cache.held() == std::array<std::size_t, 2>{3, 3});
+    REQUIRE(held(0) == std::vector<double>{6, 7, 8});
+    REQUIRE(held(1) == std::vector<double>{101, 102, 103});
+    REQUIRE(cache.keys()(0, 9 % 3, 0) == 6);  // position 6 in slot 0 (6 % 3)
+    append(1, {1, 1});
+    REQUIRE(held(0) == std::vector<double>{7, 8, 9});
+    REQUIRE(held(1) == std::vector<double>{102, 103, 104});
+    const auto from_8 = cache.slots_from(0, 8);  // positions 8, 9 in slots 2, 0
+    REQUIRE(from_8[0].begin == 2);
+    REQUIRE(from_8[0].end == 3);
+    REQUIRE(from_8[1].begin == 0);
+    REQUIRE(from_8[1].end == 1);
+    cache.reset();
+    REQUIRE(cache.empty());
+    REQUIRE(cache.keys().extents()[1] == 0);
+}
+
+TEST_CASE("RingKVCache: extents the types leave open are checked at run time, naming the dims",
+          "[sliding_window][cache]") {
+    using Cache = shaped::nn::RingKVCache<float, B, NKV, shaped::dim<"W", 4>, HS>;
+    using NKVd = shaped::dim<"NKV">;
+    Cache cache;
+    const auto wrong_heads = shaped::zeros<float, B, NKVd, Td, HS>(NKVd{3}, Td{1});
+    REQUIRE_THROWS_WITH(cache.append(wrong_heads, wrong_heads),
+                        Catch::Contains("nn::RingKVCache::append") && Catch::Contains("cache NKV(2), new keys' NKV(3)"));
+    const auto two = shaped::zeros<float, B, NKV, Td, HS>(Td{2});
+    REQUIRE_THROWS_WITH(cache.append(two, two, std::array<std::size_t, 2>{3, 0}),
+                        Catch::Contains("RingKVCache::append: batch row 0 takes 3 of 2 new positions"));
+    REQUIRE(cache.empty());
+}
+
+TEST_CASE("a windowed layer's forward: each position as the plain layer over its last W positions",
+          "[sliding_window][layer]") {
+    // Rotary positions enter attention only through their differences, so position t of the
+    // windowed forward is the last position of the plain forward over x[t - W + 1 .. t].
+    shaped::Generator gen(5);
+    const Windowed layer(gen);
+    const Unwindowed plain = without_window(layer);
+    const std::size_t t_all = 13;
+    const auto x = shaped::randn<double, B, Td, C>(gen, Td{t_all});
+    const auto got = layer(x);
+    for (std::size_t t = 0; t < t_all; ++t) {
+        CAPTURE(t);
+        const std::size_t from = t + 1 >= W ? t + 1 - W : 0;
+        const auto alone = plain(shaped::slice<Td>(x, from, t + 1));
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(got(b, t, c) == Approx(alone(b, t - from, c)).epsilon(1e-12));
+    }
+    // And a window as long as the sequence is no window at all.
+    const auto whole = plain(shaped::slice<Td>(x, 0, W));
+    const auto first = layer(shaped::slice<Td>(x, 0, W));
+    ref::require_close(ref::values(first), ref::values(whole), 1e-12);
+}
+
+TEST_CASE("a windowed layer decodes past W with its ring, equal at every step to the full windowed forward",
+          "[sliding_window][layer]") {
+    shaped::Generator gen(11);
+    const Windowed layer(gen);
+    const std::size_t t_all = 40;
+    const auto rows = shaped::randn<double, B, Td, C>(gen, Td{t_all});
+    const auto full = layer(rows);  // the windowed mask over every position
+    // Ragged steps: a prefill longer than W in row 0, chunks that cross the ring's end, single
+    // steps (even and ragged), rows that sit a step out.
+    const std::vector<std::array<std::size_t, 2>> steps{{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1}, {1, 1},
+                                                        {3, 2}, {1, 0}, {6, 11}, {1, 1}, {1, 1}, {2, 1}, {1, 1}};
+    Ring cache;
+    for (const auto& counts : steps) {
+        const std::size_t n = std::max(counts[0], counts[1]);
+        const auto starts = cache.lengths();
+        CAPTURE(starts[0], starts[1], counts[0], counts[1]);
+        // Row b's next counts[b] positions, then padding that must not matter.
+        auto x = shaped::randn<double, B, Td, C>(gen, Td{n});
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t i = 0; i < counts[b]; ++i)
+                for (std::size_t c = 0; c < C::extent; ++c) x(b, i, c) = rows(b, starts[b] + i, c);
+        const auto got = layer(x, cache, counts);
+        for (std::size_t b = 0; b < 2; ++b) {
+            REQUIRE(cache.lengths()[b] == starts[b] + counts[b]);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t c = 0; c < C::extent; ++c) {
+                    CAPTURE(b, i, c);
+                    if (i < counts[b]) REQUIRE(got(b, i, c) == Approx(full(b, starts[b] + i, c)).epsilon(1e-10));
+                    else REQUIRE(got(b, i, c) == 0);
+                }
+        }
+    }
+    REQUIRE(cache.lengths() == std::array<std::size_t, 2>{32, 30});
+}
+
+TEST_CASE("a windowed layer decodes an even batch token by token in place, as the full forward", "[sliding_window][layer]") {
+    shaped::Generator gen(12);
+    const Windowed layer(gen);
+    const std::size_t t_all = 3 * W + 2;
+    const auto rows = shaped::randn<double, B, Td, C>(gen, Td{t_all});
+    const auto full = layer(rows);
+    Ring cache;
+    for (std::size_t t = 0; t < t_all; ++t) {
+        CAPTURE(t);
+        const auto got = layer(shaped::slice<Td>(rows, t, t + 1), cache);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(got(b, 0, c) == Approx(full(b, t, c)).epsilon(1e-10));
+    }
+}
