@@ -8,6 +8,7 @@
 #include <shaped/tensor/diagnostics.hpp>
 #include <shaped/kernels/diagnostics.hpp>
 #include <shaped/nn/diagnostics.hpp>
+#include <shaped/expr/window.hpp>
 #include <shaped/tensor/tensor.hpp>
 #include <shaped/nn/module.hpp>
 #include <shaped/nn/kv_cache.hpp>

@@ -13,6 +13,7 @@
 // positions: a query sees its own position and the W - 1 before it, and no earlier ones.
 
 #include <shaped/expr/matmul.hpp>
+#include <shaped/expr/window.hpp>
 
 #include <cstddef>
 #include <optional>
@@ -24,22 +25,6 @@ namespace shaped {
 namespace op {
 struct causal_attention {};
 }  // namespace op
-
-namespace detail {
-template <std::size_t W>
-inline constexpr bool window_holds_a_position = W > 0;
-}  // namespace detail
-
-// A sliding window of W positions, as a type: a query at position i sees the positions
-// i - W + 1 .. i (those that exist), W in all with itself. This is Hugging Face's
-// sliding_window (kv_idx > q_idx - sliding_window) and Mistral's inference code's (xformers'
-// local attention, a ring-buffer cache of W positions); Mistral's first reference,
-// one_file_ref.py, masked its prefill with triu(-W), one position more, W + 1.
-template <std::size_t W>
-struct window {
-    static_assert(detail::window_holds_a_position<W>, "shaped::window: " SHAPED_RULE_WINDOW_SIZE);
-    static constexpr std::size_t size = W;
-};
 
 template <class Q, class K, class V>
 struct attention_dims {
