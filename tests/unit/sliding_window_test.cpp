@@ -281,3 +281,25 @@ TEST_CASE("a windowed layer decodes an even batch token by token in place, as th
             for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(got(b, 0, c) == Approx(full(b, t, c)).epsilon(1e-10));
     }
 }
+
+TEST_CASE("a windowed Llama block (Mistral's) decodes with its attention's ring, as its full forward",
+          "[sliding_window][layer]") {
+    using Hidden = shaped::dim<"FF", 24>;
+    using Block = shaped::nn::LlamaBlock<C, NH4, NKV, HS, Hidden, Rotary, double, shaped::window<W>>;
+    STATIC_REQUIRE(std::is_same_v<Block::cache_type<B, S64>, Ring>);
+    shaped::Generator gen(13);
+    const Block block(gen);
+    const std::size_t t_all = 2 * W + 3;
+    const auto rows = shaped::randn<double, B, Td, C>(gen, Td{t_all});
+    const auto full = block(rows);
+    Block::cache_type<B, S64> cache;
+    const auto prefill = block(shaped::slice<Td>(rows, 0, W + 2), cache);  // longer than the window
+    for (std::size_t t = 0; t < W + 2; ++t)
+        for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(prefill(1, t, c) == Approx(full(1, t, c)).epsilon(1e-10));
+    for (std::size_t t = W + 2; t < t_all; ++t) {
+        CAPTURE(t);
+        const auto step = block(shaped::slice<Td>(rows, t, t + 1), cache);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(step(b, 0, c) == Approx(full(b, t, c)).epsilon(1e-10));
+    }
+}
