@@ -12,6 +12,7 @@
 #include <shaped/tensor/tensor.hpp>
 #include <shaped/nn/module.hpp>
 #include <shaped/nn/kv_cache.hpp>
+#include <shaped/nn/ring_kv_cache.hpp>
 #include <shaped/nn/attention.hpp>
 
 #include <shaped/core.hpp>
