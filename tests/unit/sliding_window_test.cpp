@@ -303,3 +303,14 @@ TEST_CASE("a windowed Llama block (Mistral's) decodes with its attention's ring,
             for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(step(b, 0, c) == Approx(full(b, t, c)).epsilon(1e-10));
     }
 }
+
+TEST_CASE("a windowed layer's chunk that takes more positions than it has throws, and changes nothing",
+          "[sliding_window][layer]") {
+    shaped::Generator gen(14);
+    const Windowed layer(gen);
+    Ring cache;
+    const auto x = shaped::randn<double, B, Td, C>(gen, Td{3});
+    REQUIRE_THROWS_WITH(layer(x, cache, std::array<std::size_t, 2>{4, 1}),
+                        Catch::Contains("RingKVCache::append: batch row 0 takes 4 of 3 new positions"));
+    REQUIRE(cache.empty());
+}

@@ -255,7 +255,9 @@ void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cac
     }
     // A chunk: its first query sees up to W - 1 held positions, which its own append may
     // overwrite. So, per row: those positions and the chunk's own gathered in position order (a
-    // copy of at most W - 1 + n rows), attended with the window, and only then the append.
+    // copy of at most W - 1 + n rows), attended with the window, and only then the append. The
+    // append's checks come first, before counts say how much of k and v to read.
+    detail::check_new_positions("nn::RingKVCache", typename Cache::dims_type{}, k, v, counts);
     const auto keys = cache.keys();
     const auto values = cache.values();
     for (std::size_t b = 0; b < B::extent; ++b) {
