@@ -147,6 +147,20 @@ llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::p
     return out;
 }
 
+bool is_llama_checkpoint(const fs::path& path) {
+    std::error_code error;
+    if (fs::is_regular_file(path, error)) return path.extension() == ".bin";
+    const fs::path config = path / "config.json";
+    if (!fs::is_directory(path, error) || !fs::is_regular_file(config, error)) return false;
+    try {
+        const auto json = nlohmann::json::parse(io::detail::read_whole_file("", config, "a config.json"));
+        const auto type = json.find("model_type");
+        return type != json.end() && *type == "llama";
+    } catch (const std::exception&) {
+        return false;  // not a Llama's: its own reader says what is wrong with it
+    }
+}
+
 llama_checkpoint_config read_llama_config(const fs::path& path) {
     const std::string context = "shaped::models::read_llama_config: " + path.string() + ": ";
     if (fs::is_directory(path))

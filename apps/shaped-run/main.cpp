@@ -1,12 +1,12 @@
-// shaped-run: generates text from a GPT checkpoint, as llama2.c's `run` does.
+// shaped-run: generates text from a GPT or Llama checkpoint, as llama2.c's `run` does.
 //
 //   shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED]
 //              [--ids] [--encode TEXT]
 //
-// CHECKPOINT is a Hugging Face GPT-2 directory or a nanoGPT state_dict saved as safetensors. The
-// text streams to stdout as it is decoded, tokens/s goes to stderr at the end. A file that is
-// missing, corrupt or of a config not compiled in (configs.hpp) is a one-line message on stderr
-// and exit status 1.
+// CHECKPOINT is a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict saved as
+// safetensors, or a llama2.c .bin file. The text streams to stdout as it is decoded, tokens/s
+// goes to stderr at the end. A file that is missing, corrupt or of a config not compiled in
+// (configs.hpp) is a one-line message on stderr and exit status 1.
 
 #include "configs.hpp"
 
@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -49,7 +50,8 @@ struct options {
 constexpr std::string_view usage =
     "usage: shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED] "
     "[--ids] [--encode TEXT]\n"
-    "  CHECKPOINT      a Hugging Face GPT-2 directory, or a nanoGPT state_dict as .safetensors\n"
+    "  CHECKPOINT      a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict as .safetensors,\n"
+    "                  or a llama2.c .bin file\n"
     "  -i PROMPT       the prompt (as ids \"1 2 3\" when the checkpoint has no tokenizer)\n"
     "  -n STEPS        most tokens to generate (256)\n"
     "  -t TEMPERATURE  0 is greedy (1.0)\n"
@@ -129,13 +131,35 @@ std::vector<token_id> parse_ids(const std::string& text, std::size_t vocab) {
     return ids;
 }
 
-template <class Config>
-int run(const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
-    const auto model = shaped::models::load_gpt<Config>(opts.checkpoint);
-    std::vector<token_id> prompt = tokenizer ? tokenizer->encode(opts.prompt) : parse_ids(opts.prompt, Config::vocab_size);
+// What a model family's checkpoints need of shaped-run: how to read a config, match it, load it;
+// its first id when the prompt is empty, and the id that ends a text.
+struct gpt_family {
+    static auto read_config(const fs::path& path) { return shaped::models::read_gpt_config(path); }
+    template <class Config>
+    static auto load(const fs::path& path) { return shaped::models::load_gpt<Config>(path); }
     // GPT-2 starts a text after <|endoftext|>, its last id, and ends one with it.
-    const token_id end_of_text = static_cast<token_id>(Config::vocab_size - 1);
-    if (prompt.empty()) prompt.push_back(end_of_text);
+    template <class Config>
+    static constexpr token_id first_id = static_cast<token_id>(Config::vocab_size - 1);
+    template <class Config>
+    static constexpr token_id end_id = first_id<Config>;
+};
+struct llama_family {
+    static auto read_config(const fs::path& path) { return shaped::models::read_llama_config(path); }
+    template <class Config>
+    static auto load(const fs::path& path) { return shaped::models::load_llama<Config>(path); }
+    // llama2.c's: a text starts with BOS (1), and BOS delimits texts.
+    template <class Config>
+    static constexpr token_id first_id = 1;
+    template <class Config>
+    static constexpr token_id end_id = 1;
+};
+
+template <class Family, class Config>
+int run(const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
+    const auto model = Family::template load<Config>(opts.checkpoint);
+    using Model = typename std::remove_cvref_t<decltype(*model)>;
+    std::vector<token_id> prompt = tokenizer ? tokenizer->encode(opts.prompt) : parse_ids(opts.prompt, Model::vocab_dim::extent);
+    if (prompt.empty()) prompt.push_back(Family::template first_id<Config>);
 
     std::optional<shaped::text::gpt2_stream_decoder> text;
     if (tokenizer && !opts.print_ids) {
@@ -145,7 +169,8 @@ int run(const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& 
     shaped::Generator gen(opts.seed);
     const shaped::models::generation how{
         .max_new_tokens = opts.steps,
-        .end_token = tokenizer ? std::optional<token_id>(end_of_text) : std::nullopt,
+        .end_token = tokenizer || std::is_same_v<Family, llama_family> ? std::optional<token_id>(Family::template end_id<Config>)
+                                                                       : std::nullopt,
         .how = {.temperature = opts.temperature, .top_k = opts.top_k, .top_p = opts.top_p}};
     const auto start = std::chrono::steady_clock::now();
     const auto out = shaped::models::generate(*model, {prompt}, how, gen, [&](std::size_t, token_id id) {
@@ -155,22 +180,23 @@ int run(const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& 
     if (text) std::cout << text->flush() << '\n';
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (out[0].stopped == shaped::models::stop_reason::context)
-        std::cerr << "shaped-run: stopped at the context's end (" << Config::block_size << " positions)\n";
+        std::cerr << "shaped-run: stopped at the context's end (" << Model::context_dim::extent << " positions)\n";
     std::cerr << "achieved tok/s: " << static_cast<double>(out[0].ids.size()) / seconds << '\n';
     return 0;
 }
 
 // The first compiled config the checkpoint's is, run; none is a one-line error.
-template <class... Configs>
+template <class Family, class... Configs>
 int run_compiled(std::tuple<Configs...>*, const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
-    const auto found = shaped::models::read_gpt_config(opts.checkpoint);
+    const auto found = Family::read_config(opts.checkpoint);
     int status = -1;
-    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() ? (status = run<Configs>(opts, tokenizer)) : 0),
+    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() ? (status = run<Family, Configs>(opts, tokenizer))
+                                                                               : 0),
      ...);
     if (status < 0)
         throw std::runtime_error(opts.checkpoint.string() + ": its config, " + shaped::models::config_spelling(found) +
-                          ", is not compiled in; add the line `" + shaped::models::config_spelling(found) +
-                          ",` to apps/shaped-run/configs.hpp");
+                                 ", is not compiled in; add the line `" + shaped::models::config_spelling(found) +
+                                 ",` to apps/shaped-run/configs.hpp");
     return status;
 }
 
@@ -180,13 +206,17 @@ int main(int argc, char** argv) {
     try {
         const options opts = parse(argc, argv);
         if (!fs::exists(opts.checkpoint)) throw std::runtime_error(opts.checkpoint.string() + ": no such file or directory");
-        const auto tokenizer = find_tokenizer(opts.checkpoint);
+        const bool llama = shaped::models::is_llama_checkpoint(opts.checkpoint);
+        // GPT-2's BPE files beside a GPT checkpoint; a Llama's ids are read and printed as numbers.
+        const auto tokenizer = llama ? std::nullopt : find_tokenizer(opts.checkpoint);
         if (opts.encode) {
             if (!tokenizer) throw std::runtime_error(opts.checkpoint.string() + ": no tokenizer (vocab.json and merges.txt) beside it");
             for (const auto id : tokenizer->encode(*opts.encode)) std::cout << id << '\n';
             return 0;
         }
-        return run_compiled(static_cast<shaped_run::compiled_configs*>(nullptr), opts, tokenizer);
+        if (llama)
+            return run_compiled<llama_family>(static_cast<shaped_run::compiled_llama_configs*>(nullptr), opts, tokenizer);
+        return run_compiled<gpt_family>(static_cast<shaped_run::compiled_gpt_configs*>(nullptr), opts, tokenizer);
     } catch (const usage_error& error) {
         std::cerr << "shaped-run: " << error.what() << "\n(shaped-run -h for the flags)\n";
     } catch (const std::exception& error) {

@@ -114,3 +114,46 @@ TEST_CASE("shaped-run reports a bad checkpoint in one line, exit status 1", "[ap
     CHECK(flag.status == 1);
     CHECK(flag.err.find("-n needs a value") != std::string::npos);
 }
+
+TEST_CASE("shaped-run greedy-decodes stories260K from BOS: PyTorch's 256 ids", "[apps][shaped_run][llama]") {
+    using N = shaped::dim<"N", 256>;
+    scratch_dir scratch;
+    const auto greedy = shaped::io::load_npy<std::int64_t, N>((fixtures / "stories260k_greedy.npy").string());
+    std::string want;
+    for (std::size_t t = 0; t < N::extent; ++t) want += std::to_string(greedy(t)) + "\n";
+    const result r = run(std::string(SHAPED_MODELS_DIR) + "/stories260K.bin -t 0 -n 256 --ids", scratch.path);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == want);
+    CHECK(r.err.find("achieved tok/s: ") != std::string::npos);
+}
+
+TEST_CASE("shaped-run reports a bad llama2.c checkpoint in one line, exit status 1", "[apps][shaped_run][llama]") {
+    scratch_dir scratch;
+    const fs::path original = fs::path(SHAPED_MODELS_DIR) / "stories260K.bin";
+    // Truncated: the file is shorter than its header's config needs.
+    const fs::path truncated = scratch.path / "truncated.bin";
+    fs::copy_file(original, truncated);
+    fs::resize_file(truncated, fs::file_size(truncated) - 100);
+    const result cut = run(truncated.string() + " -n 4", scratch.path);
+    INFO(cut.err);
+    CHECK(cut.status == 1);
+    CHECK(lines_of(cut.err) == 1);
+    CHECK(cut.err.find("truncated.bin: is 1056440 bytes") != std::string::npos);
+
+    // A config not compiled in (6 layers): named, with the line that adds it.
+    const fs::path other = scratch.path / "other.bin";
+    fs::copy_file(original, other);
+    {
+        std::fstream file(other, std::ios::in | std::ios::out | std::ios::binary);
+        const std::int32_t layers = 6;
+        file.seekp(2 * sizeof(std::int32_t));
+        file.write(reinterpret_cast<const char*>(&layers), sizeof layers);
+    }
+    const result uncompiled = run(other.string() + " -n 4", scratch.path);
+    INFO(uncompiled.err);
+    CHECK(uncompiled.status == 1);
+    CHECK(lines_of(uncompiled.err) == 1);
+    CHECK(uncompiled.err.find("shaped::models::llama_config<512, 512, 6, 8, 4, 64, 172>, is not compiled in") !=
+          std::string::npos);
+}
