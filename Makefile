@@ -26,7 +26,7 @@ BENCH_ENV = OPENBLAS_NUM_THREADS=$(BENCH_THREADS) OMP_NUM_THREADS=$(BENCH_THREAD
 # Seconds `make fuzz` runs each fuzzer, and the fuzzers (targets of tests/fuzz, each
 # shaped_<name>_fuzz with a seed corpus tests/fuzz/corpus/<name> and a dictionary <name>.dict).
 FUZZ_SECONDS ?= 600
-FUZZERS := npy safetensors gpt2_tokenizer gpt2_config
+FUZZERS := npy safetensors gpt2_tokenizer gpt2_config llama_checkpoint
 
 # Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
 # a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
