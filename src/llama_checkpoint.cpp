@@ -3,6 +3,7 @@
 
 #include <shaped/models/llama_checkpoint.hpp>
 
+#include "config_json.hpp"
 #include "untrusted_input.hpp"
 
 #include <nlohmann/json.hpp>
@@ -112,16 +113,8 @@ llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, 
 }
 
 llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::path& path) {
-    nlohmann::json config;
-    try {
-        config = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& error) {
-        fail(path, std::string("is not JSON: ") + error.what());
-    }
-    if (!config.is_object()) fail(path, "is not a JSON object");
-    if (const auto type = config.find("model_type"); type != config.end() && *type != "llama")
-        fail(path, "is the config of a \"" + (type->is_string() ? type->get<std::string>() : type->dump()) +
-                       "\" model, not of Llama");
+    const nlohmann::json config =
+        detail::parse_config_json(text, "llama", "Llama", [&](const std::string& problem) { fail(path, problem); });
     if (const auto act = config.find("hidden_act"); act != config.end() && *act != "silu")
         fail(path, "\"hidden_act\" is " + act->dump() + ": shaped's Llama has SwiGLU, \"silu\"");
     llama_checkpoint_config out;
