@@ -1,8 +1,14 @@
-// Llama decoding at the smallest size: llama2.c's stories260K (dim 64, 5 layers, 8 query heads
-// sharing 4 key/value heads, vocab 512), greedy, 256 ids from BOS, one token a forward pass.
-// Here, the hand-written baseline (llama_baseline.hpp: run.c's plain C loops, no BLAS, one
-// thread), as llama/stories260k_c_loops_N256; shaped's Llama is to be timed on the same decoding
-// as llama/stories260k_shaped_N256, which report.py sets against it.
+// Llama decoding.
+//
+// At the smallest size, llama2.c's stories260K (dim 64, 5 layers, 8 query heads sharing 4
+// key/value heads, vocab 512), greedy, 256 ids from BOS, one token a forward pass: the
+// hand-written baseline (llama_baseline.hpp: run.c's plain C loops, no BLAS, one thread) as
+// llama/stories260k_c_loops_N256, and shaped's Llama through models::generate as
+// llama/stories260k_shaped_N256, which report.py sets against it.
+//
+// At stories110M's shape (dim 768, 12 layers, 12 heads, vocab 32000, random fp32 weights),
+// generation as generate_bench.cpp's GPT-2 case, bound by memory bandwidth; and decoding at a
+// long context with 12 and with 4 key/value heads, whose caches differ by 3x.
 //
 // The model is about 1 MB: it sits in the caches, so a token costs what its loops and calls
 // cost, not what its bytes cost to read. The case counts the flops and the bytes its forward
@@ -12,9 +18,11 @@
 // stories260k_greedy.npy, from tests/parity/make_fixtures.py) and each step's logits must agree
 // with stories260k_logits.npy; a case that differs is reported failed, not timed.
 #include "bench_support.hpp"
+#include "generation.hpp"
 #include "llama_baseline.hpp"
 
 #include <shaped/io/npy_format.hpp>
+#include <shaped/shaped.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -27,6 +35,8 @@
 #include <vector>
 
 namespace {
+
+using shaped::models::token_id;
 
 constexpr int bos = 1;  // llama2.c's BOS id
 constexpr std::size_t new_tokens = 256;
@@ -56,9 +66,8 @@ double bytes_read(const bench::llama::Config& p) {
     return total * sizeof(float);
 }
 
-// The reference's ids and logits, or a failed benchmark.
-bool same_as_reference(benchmark::State& state, const std::vector<int>& ids, const std::vector<float>& logits,
-                       std::size_t vocab_size) {
+// The reference's ids, or a failed benchmark.
+bool same_ids_as_reference(benchmark::State& state, const std::vector<int>& ids) {
     const auto want_ids = shaped::io::read_npy(greedy_fixture);
     if (want_ids.type != shaped::io::dtype::i64 || want_ids.shape != std::vector<std::size_t>{new_tokens}) {
         state.SkipWithError((std::string(greedy_fixture) + " is not 256 int64 ids").c_str());
@@ -74,6 +83,12 @@ bool same_as_reference(benchmark::State& state, const std::vector<int>& ids, con
             return false;
         }
     }
+    return true;
+}
+
+// The reference's logits at every step, or a failed benchmark (shaped's are checked by the
+// parity tests).
+bool same_logits_as_reference(benchmark::State& state, const std::vector<float>& logits, std::size_t vocab_size) {
     const auto want_logits = shaped::io::read_npy(logits_fixture);
     if (want_logits.type != shaped::io::dtype::f32 ||
         want_logits.shape != std::vector<std::size_t>{new_tokens, vocab_size}) {
@@ -91,7 +106,8 @@ void c_loops(benchmark::State& state) {
         model = std::make_unique<bench::llama::Transformer>(checkpoint);
         std::vector<float> logits;
         const auto ids = bench::llama::greedy(*model, bos, new_tokens, &logits);
-        if (!same_as_reference(state, ids, logits, model->config.vocab_size)) return;
+        if (!same_ids_as_reference(state, ids) || !same_logits_as_reference(state, logits, model->config.vocab_size))
+            return;
     } catch (const std::exception& e) {
         state.SkipWithError(e.what());
         return;
@@ -106,9 +122,128 @@ void c_loops(benchmark::State& state) {
     bench::count_tokens(state, new_tokens);
 }
 
+// The same decoding by shaped's Llama, loaded by shaped from the same file.
+void shaped_llama(benchmark::State& state) {
+    std::unique_ptr<shaped::models::Llama<shaped::models::stories260k>> model;
+    bench::llama::Config config{};
+    try {
+        model = shaped::models::load_llama<shaped::models::stories260k>(checkpoint);
+        config = bench::llama::Transformer(checkpoint).config;
+        const auto ids = bench::generate_greedy(*model, {bos}, new_tokens);
+        if (!same_ids_as_reference(state, std::vector<int>(ids.begin(), ids.end()))) return;
+    } catch (const std::exception& e) {
+        state.SkipWithError(e.what());
+        return;
+    }
+    for (auto _ : state) {
+        auto ids = bench::generate_greedy(*model, {bos}, new_tokens);
+        benchmark::DoNotOptimize(ids.data());
+        benchmark::ClobberMemory();
+    }
+    bench::count_flops(state, flops(config));
+    bench::count_bytes(state, bytes_read(config));
+    bench::count_tokens(state, new_tokens);
+}
+
+// ---- stories110M's shape --------------------------------------------------------------------
+
+using Stories110M = shaped::models::stories110m;
+using Stories110MKV4 = shaped::models::llama_config<32000, 1024, 12, 12, 4, 768, 2048>;
+
+template <class Config>
+const shaped::models::Llama<Config>& random_llama() {
+    static const auto built = [] {
+        shaped::Generator gen(2024);
+        return std::make_unique<shaped::models::Llama<Config>>(gen);
+    }();
+    return *built;
+}
+
+// Keys and values of every layer, for one position.
+template <class Config>
+constexpr double kv_bytes_per_position = 2.0 * Config::n_layers * Config::n_kv_heads * (Config::dim / Config::n_heads) * sizeof(float);
+
+constexpr std::size_t prompt_length = 16, generated = 128;
+
+// Generation: a prompt of 16 ids, then 128 new ids, greedy. Every parameter is read once a pass
+// (the embedding is the classifier too).
+void generation_110m(benchmark::State& state) {
+    const auto& model = random_llama<Stories110M>();
+    const auto prompt = bench::spread_prompt(prompt_length, Stories110M::vocab_size);
+    if (!bench::same_as_recompute(state, model, prompt)) return;
+    for (auto _ : state) {
+        auto ids = bench::generate_greedy(model, prompt, generated);
+        benchmark::DoNotOptimize(ids.data());
+    }
+    bench::count_bytes(state, bench::generation_bytes(shaped::nn::parameter_bytes<shaped::models::Llama<Stories110M>>,
+                                                      kv_bytes_per_position<Stories110M>, prompt_length, generated));
+    bench::count_tokens(state, generated);
+}
+
+// Decoding 64 ids after 960 positions the caches already hold (random keys and values, written
+// outside the timing): the cache's share of a token's bytes and time, with all heads or 4.
+constexpr std::size_t held = 960, decoded = 64;
+
+template <class Config>
+void long_context_decode(benchmark::State& state) {
+    using Model = shaped::models::Llama<Config>;
+    using B = shaped::dim<"B", 1>;
+    using Time = shaped::dim<"T">;
+    using KV = typename Model::kv_heads_dim;
+    using HS = typename Model::head_size_dim;
+    const auto& model = random_llama<Config>();
+    auto caches = std::make_unique<typename Model::template cache_type<B>>();
+    shaped::Generator gen(7);
+    const auto filler = shaped::randn<float, B, KV, Time, HS>(gen, Time{held});
+    shaped::Tensor<token_id, B, shaped::dim<"T", 1>> next;
+    for (auto _ : state) {
+        state.PauseTiming();
+        for (auto& cache : *caches) {
+            cache.reset();
+            cache.append(filler, filler);
+        }
+        next(0, 0) = 1;
+        state.ResumeTiming();
+        for (std::size_t step = 0; step < decoded; ++step) {
+            const auto logits = model.next_logits(next, *caches);
+            next(0, 0) = static_cast<token_id>(std::max_element(logits.data(), logits.data() + Config::vocab_size) -
+                                               logits.data());
+        }
+        benchmark::DoNotOptimize(next.data());
+    }
+    double bytes = 0;
+    for (std::size_t fed = held + 1; fed <= held + decoded; ++fed)
+        bytes += shaped::nn::parameter_bytes<Model> + kv_bytes_per_position<Config> * static_cast<double>(fed);
+    bench::count_bytes(state, bytes);
+    bench::count_tokens(state, decoded);
+    state.counters["cache_bytes"] = static_cast<double>(Config::n_layers * Model::template cache_type<B>::value_type::bytes);
+}
+
 const bool registered = [] {
-    benchmark::RegisterBenchmark(("llama/stories260k_c_loops_N" + std::to_string(new_tokens)).c_str(), c_loops)
+    const std::string n = "_N" + std::to_string(new_tokens);
+    benchmark::RegisterBenchmark(("llama/stories260k_c_loops" + n).c_str(), c_loops)
         ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime();
+    benchmark::RegisterBenchmark(("llama/stories260k_shaped" + n).c_str(), shaped_llama)
+        ->Unit(benchmark::kMillisecond)
+        ->MeasureProcessCPUTime();
+    // Seconds a call: three repetitions of one call are enough to take the fastest.
+    const std::string p = "_P" + std::to_string(prompt_length) + "_N" + std::to_string(generated);
+    benchmark::RegisterBenchmark(("llama/stories110m" + p + "/shaped").c_str(), generation_110m)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1)
+        ->Repetitions(3)
+        ->MeasureProcessCPUTime();
+    const std::string ctx = "llama/stories110m_ctx" + std::to_string(held) + "_N" + std::to_string(decoded);
+    benchmark::RegisterBenchmark((ctx + "_kv12/shaped").c_str(), long_context_decode<Stories110M>)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1)
+        ->Repetitions(3)
+        ->MeasureProcessCPUTime();
+    benchmark::RegisterBenchmark((ctx + "_kv4/shaped").c_str(), long_context_decode<Stories110MKV4>)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1)
+        ->Repetitions(3)
         ->MeasureProcessCPUTime();
     return true;
 }();

@@ -31,6 +31,10 @@ GENERATE = "generate/gpt2_124m_P16_N128"
 # stories260K's greedy decoding (llama_bench.cpp): the C loops of llama2.c's run.c are its
 # baseline. Its benchmarks name the implementation inside the case's last part; they are one row.
 STORIES = "llama/stories260k_N256"
+# stories110M's shape (llama_bench.cpp): generation, bound by bandwidth; and decoding at a long
+# context with all 12 key/value heads and with 4.
+STORIES110M = "llama/stories110m_P16_N128"
+LONG_CONTEXT = "llama/stories110m_ctx960_N64_kv"
 NAMED = {
     "llama/stories260k_c_loops_N256": (STORIES, "baseline"),
     "llama/stories260k_shaped_N256": (STORIES, "shaped"),
@@ -52,7 +56,7 @@ def load_shaped(path, clock):
             continue
         seconds = b["cpu_time" if clock == "cpu" else "real_time"] * UNITS[b["time_unit"]]
         times[name] = min(seconds, times.get(name, seconds))
-        counters[name] = {k: b[k] for k in ("flops", "bytes", "tokens") if k in b}
+        counters[name] = {k: b[k] for k in ("flops", "bytes", "tokens", "cache_bytes") if k in b}
     for name in failed:
         times[name] = None
     return data.get("context", {}), times, counters
@@ -230,6 +234,24 @@ def targets(rows, ceiling, bandwidth, memory):
             ([] if s else ["no result for llama/stories260k_shaped_N256"])) + ")"
     add("stories260K decode (greedy, 256 ids from BOS): shaped >= 2x the C loops' tokens/s (llama2.c's run.c, "
         "-O3 -march=native, no BLAS)", bool(s and b and s / b >= 2), measured)
+
+    llama = by_case.get(STORIES110M, {})
+    share = llama.get("share_of_bandwidth")
+    add("generation, a Llama of stories110M's shape (prompt 16, 128 new ids, greedy): the bytes its tokens read "
+        "at >= 80% of the STREAM bandwidth", share is not None and share >= 0.8,
+        f"{llama['gbytes_per_second']:.1f} GB/s = {100 * share:.0f}% of {bandwidth:.1f}, "
+        f"{llama['tokens_per_second']:.1f} tokens/s" if share else "missing")
+
+    all_heads, four = by_case.get(LONG_CONTEXT + "12", {}), by_case.get(LONG_CONTEXT + "4", {})
+    if all_heads.get("us_per_token") and four.get("us_per_token"):
+        shrink = all_heads["cache_bytes"] / four["cache_bytes"]
+        add("that shape with 4 key/value heads, decoding at context 960: the cache's bytes and a token's time shrink",
+            shrink == 3 and four["us_per_token"] < all_heads["us_per_token"],
+            f"caches {all_heads['cache_bytes'] / 2**20:.0f} -> {four['cache_bytes'] / 2**20:.0f} MiB ({shrink:.0f}x), "
+            f"{all_heads['us_per_token'] / 1e3:.1f} -> {four['us_per_token'] / 1e3:.1f} ms a token")
+    else:
+        add("that shape with 4 key/value heads, decoding at context 960: the cache's bytes and a token's time shrink",
+            False, "missing")
 
     ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace shaped::kernels {
@@ -126,6 +127,26 @@ void write_scaled(const attention_problem<T>& p, const T* acc, T factor, T* out_
 
 // ---- rows: a GEMV-shaped pass per query --------------------------------------------------------
 
+// Batches of W elements of T narrower than vec<T> (void where the target has none): what a head
+// smaller than a vector (stories260K's 8 floats against AVX-512's 16) is read with, rather than
+// element by element.
+template <class T, std::size_t W>
+using narrow_vec = xsimd::make_sized_batch_t<T, W>;
+template <class T, std::size_t W>
+inline constexpr bool has_narrow = W >= 2 && W < lanes<T> && !std::is_void_v<narrow_vec<T, W>>;
+
+// sum += a[i, n) . b[i, n), i advanced past what batches of W and narrower cover.
+template <class T, std::size_t W>
+void narrow_dot(const T* a, const T* b, std::size_t& i, std::size_t n, T& sum) {
+    if constexpr (W >= 2) {
+        if constexpr (has_narrow<T, W>) {
+            using V = narrow_vec<T, W>;
+            for (; i + W <= n; i += W) sum += xsimd::hadd(V::load_unaligned(a + i) * V::load_unaligned(b + i));
+        }
+        narrow_dot<T, W / 2>(a, b, i, n, sum);
+    }
+}
+
 template <class T>
 T dot(const T* a, const T* b, std::size_t n) {
     constexpr std::size_t N = lanes<T>;
@@ -137,6 +158,7 @@ T dot(const T* a, const T* b, std::size_t n) {
     }
     for (; i + N <= n; i += N) acc0 = xsimd::fma(vec<T>::load_unaligned(a + i), vec<T>::load_unaligned(b + i), acc0);
     T sum = xsimd::hadd(acc0 + acc1);
+    narrow_dot<T, N / 2>(a, b, i, n, sum);
     for (; i < n; ++i) sum += a[i] * b[i];
     return sum;
 }
@@ -150,6 +172,34 @@ void axpy(T w, const T* x, T* acc, std::size_t n) {
     for (; i + N <= n; i += N)
         xsimd::fma(wv, vec<T>::load_unaligned(x + i), vec<T>::load_unaligned(acc + i)).store_unaligned(acc + i);
     for (; i < n; ++i) acc[i] += w * x[i];
+}
+
+// acc[c, c + V::size) = sum over j < n of weights[j] * rows[j][c, ...), for as many whole batches
+// V as fit below dv, c advanced past them. Two sums, so that the multiply-adds of one key need
+// not wait on the last key's.
+template <class V, class T>
+void weighted_columns(const T* weights, std::size_t n, const T* rows, std::ptrdiff_t ld, std::size_t dv, std::size_t& c,
+                      T* acc) {
+    constexpr std::size_t W = V::size;
+    for (; c + W <= dv; c += W) {
+        V a0(T{0}), a1(T{0});
+        std::size_t j = 0;
+        for (; j + 2 <= n; j += 2) {
+            const T* row = rows + static_cast<std::ptrdiff_t>(j) * ld + c;
+            a0 = xsimd::fma(V(weights[j]), V::load_unaligned(row), a0);
+            a1 = xsimd::fma(V(weights[j + 1]), V::load_unaligned(row + ld), a1);
+        }
+        if (j < n) a0 = xsimd::fma(V(weights[j]), V::load_unaligned(rows + static_cast<std::ptrdiff_t>(j) * ld + c), a0);
+        (a0 + a1).store_unaligned(acc + c);
+    }
+}
+template <class T, std::size_t W>
+void narrow_weighted_columns(const T* weights, std::size_t n, const T* rows, std::ptrdiff_t ld, std::size_t dv,
+                             std::size_t& c, T* acc) {
+    if constexpr (W >= 2) {
+        if constexpr (has_narrow<T, W>) weighted_columns<narrow_vec<T, W>>(weights, n, rows, ld, dv, c, acc);
+        narrow_weighted_columns<T, W / 2>(weights, n, rows, ld, dv, c, acc);
+    }
 }
 
 // acc[0, dv) = sum over j < n of weights[j] * rows[j][0, dv), rows ld apart with adjacent
@@ -173,12 +223,8 @@ void weighted_rows(const T* weights, std::size_t n, const T* rows, std::ptrdiff_
         a2.store_unaligned(acc + c + 2 * N);
         a3.store_unaligned(acc + c + 3 * N);
     }
-    for (; c + N <= dv; c += N) {
-        vec<T> a(T{0});
-        for (std::size_t j = 0; j < n; ++j)
-            a = xsimd::fma(vec<T>(weights[j]), vec<T>::load_unaligned(rows + static_cast<std::ptrdiff_t>(j) * ld + c), a);
-        a.store_unaligned(acc + c);
-    }
+    weighted_columns<vec<T>>(weights, n, rows, ld, dv, c, acc);
+    narrow_weighted_columns<T, N / 2>(weights, n, rows, ld, dv, c, acc);
     for (; c < dv; ++c) {
         T a = 0;
         for (std::size_t j = 0; j < n; ++j) a += weights[j] * rows[static_cast<std::ptrdiff_t>(j) * ld + c];

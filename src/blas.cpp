@@ -61,9 +61,16 @@ struct row_products {
         vec sums[R];
         for (vec& sum : sums) sum = vec(T(0));
         std::size_t c = 0;
+        // Each row of a block is a stream too short (a few KB) for the hardware prefetcher to
+        // have ramped up before it ends: the next block's rows are asked for while this one's
+        // are read, a line for a line (a prefetch past the matrix's end reads nothing).
+        const T* next = rows + R * lda;
         for (; c + lanes <= cols; c += lanes) {
             const vec xs = vec::load_unaligned(x + c);
-            for (std::size_t r = 0; r < R; ++r) sums[r] = xsimd::fma(vec::load_unaligned(rows + r * lda + c), xs, sums[r]);
+            for (std::size_t r = 0; r < R; ++r) {
+                __builtin_prefetch(next + r * lda + c);
+                sums[r] = xsimd::fma(vec::load_unaligned(rows + r * lda + c), xs, sums[r]);
+            }
         }
         for (std::size_t r = 0; r < R; ++r) {
             T sum = xsimd::hadd(sums[r]);

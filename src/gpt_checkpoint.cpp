@@ -3,6 +3,7 @@
 
 #include <shaped/models/gpt_checkpoint.hpp>
 
+#include "config_json.hpp"
 #include "untrusted_input.hpp"
 
 #include <nlohmann/json.hpp>
@@ -40,16 +41,8 @@ gpt_checkpoint_config read_config_json(const fs::path& path) {
 }  // namespace
 
 gpt_checkpoint_config parse_gpt2_config(std::string_view text, const fs::path& path) {
-    nlohmann::json config;
-    try {
-        config = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& error) {
-        fail(path, std::string("is not JSON: ") + error.what());
-    }
-    if (!config.is_object()) fail(path, "is not a JSON object");
-    if (const auto type = config.find("model_type"); type != config.end() && *type != "gpt2")
-        fail(path, "is the config of a \"" + (type->is_string() ? type->get<std::string>() : type->dump()) +
-                       "\" model, not of GPT-2");
+    const nlohmann::json config =
+        detail::parse_config_json(text, "gpt2", "GPT-2", [&](const std::string& problem) { fail(path, problem); });
     gpt_checkpoint_config out;
     out.vocab_size = count_of(config, path, {"vocab_size"});
     out.block_size = count_of(config, path, {"n_positions", "n_ctx"});

@@ -3,6 +3,7 @@
 
 #include <shaped/models/llama_checkpoint.hpp>
 
+#include "config_json.hpp"
 #include "untrusted_input.hpp"
 
 #include <nlohmann/json.hpp>
@@ -112,16 +113,8 @@ llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, 
 }
 
 llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::path& path) {
-    nlohmann::json config;
-    try {
-        config = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& error) {
-        fail(path, std::string("is not JSON: ") + error.what());
-    }
-    if (!config.is_object()) fail(path, "is not a JSON object");
-    if (const auto type = config.find("model_type"); type != config.end() && *type != "llama")
-        fail(path, "is the config of a \"" + (type->is_string() ? type->get<std::string>() : type->dump()) +
-                       "\" model, not of Llama");
+    const nlohmann::json config =
+        detail::parse_config_json(text, "llama", "Llama", [&](const std::string& problem) { fail(path, problem); });
     if (const auto act = config.find("hidden_act"); act != config.end() && *act != "silu")
         fail(path, "\"hidden_act\" is " + act->dump() + ": shaped's Llama has SwiGLU, \"silu\"");
     llama_checkpoint_config out;
@@ -145,6 +138,20 @@ llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::p
         fail(path, "has \"rope_scaling\", which shaped's rotary encoding does not do");
     check_shapes(out, path);
     return out;
+}
+
+bool is_llama_checkpoint(const fs::path& path) {
+    std::error_code error;
+    if (fs::is_regular_file(path, error)) return path.extension() == ".bin";
+    const fs::path config = path / "config.json";
+    if (!fs::is_directory(path, error) || !fs::is_regular_file(config, error)) return false;
+    try {
+        const auto json = nlohmann::json::parse(io::detail::read_whole_file("", config, "a config.json"));
+        const auto type = json.find("model_type");
+        return type != json.end() && *type == "llama";
+    } catch (const std::exception&) {
+        return false;  // not a Llama's: its own reader says what is wrong with it
+    }
 }
 
 llama_checkpoint_config read_llama_config(const fs::path& path) {

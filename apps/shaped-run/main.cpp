@@ -1,12 +1,13 @@
-// shaped-run: generates text from a GPT checkpoint, as llama2.c's `run` does.
+// shaped-run: generates text from a GPT or Llama checkpoint, as llama2.c's `run` does.
 //
 //   shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED]
-//              [--ids] [--encode TEXT]
+//              [-z TOKENIZER] [--ids] [--encode TEXT]
 //
-// CHECKPOINT is a Hugging Face GPT-2 directory or a nanoGPT state_dict saved as safetensors. The
-// text streams to stdout as it is decoded, tokens/s goes to stderr at the end. A file that is
-// missing, corrupt or of a config not compiled in (configs.hpp) is a one-line message on stderr
-// and exit status 1.
+// CHECKPOINT is a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict saved as
+// safetensors, or a llama2.c .bin file; its tokenizer is GPT-2's BPE files beside a GPT
+// checkpoint, llama2.c's tokenizer.bin beside a Llama's (or -z). The text streams to stdout as it is decoded, tokens/s
+// goes to stderr at the end. A file that is missing, corrupt or of a config not compiled in
+// (configs.hpp) is a one-line message on stderr and exit status 1.
 
 #include "configs.hpp"
 
@@ -19,13 +20,17 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -42,22 +47,25 @@ struct options {
     std::size_t top_k = 0;
     double top_p = 0.9;
     std::uint64_t seed = 0;  // 0: from the clock
+    std::optional<fs::path> tokenizer;  // llama2.c's tokenizer.bin, for a Llama
     bool print_ids = false;
     std::optional<std::string> encode;
 };
 
 constexpr std::string_view usage =
     "usage: shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED] "
-    "[--ids] [--encode TEXT]\n"
-    "  CHECKPOINT      a Hugging Face GPT-2 directory, or a nanoGPT state_dict as .safetensors\n"
+    "[-z TOKENIZER] [--ids] [--encode TEXT]\n"
+    "  CHECKPOINT      a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict as .safetensors,\n"
+    "                  or a llama2.c .bin file\n"
     "  -i PROMPT       the prompt (as ids \"1 2 3\" when the checkpoint has no tokenizer)\n"
     "  -n STEPS        most tokens to generate (256)\n"
     "  -t TEMPERATURE  0 is greedy (1.0)\n"
     "  -k TOP_K        sample from the k most likely only; 0 for all (0)\n"
     "  -p TOP_P        nucleus sampling's p; 1 for all (0.9)\n"
     "  -s SEED         the random seed (from the clock)\n"
+    "  -z TOKENIZER    a Llama's llama2.c tokenizer.bin (tokenizer.bin beside CHECKPOINT)\n"
     "  --ids           print the generated ids, one a line, instead of text\n"
-    "  --encode TEXT   print TEXT's ids, one a line, and exit\n";
+    "  --encode TEXT   print TEXT's ids as a prompt (a Llama's BOS first), one a line, and exit\n";
 
 // A command line that cannot be run: its one line, then a pointer to -h; exit status 1.
 struct usage_error : std::runtime_error {
@@ -88,6 +96,7 @@ options parse(int argc, char** argv) {
         else if (arg == "-k") out.top_k = parse_number<std::size_t>(arg, value());
         else if (arg == "-p") out.top_p = parse_number<double>(arg, value());
         else if (arg == "-s") out.seed = parse_number<std::uint64_t>(arg, value());
+        else if (arg == "-z") out.tokenizer = value();
         else if (arg == "--ids") out.print_ids = true;
         else if (arg == "--encode") out.encode = value();
         else if (arg == "-h" || arg == "--help") {
@@ -107,15 +116,6 @@ options parse(int argc, char** argv) {
     return out;
 }
 
-// The tokenizer beside the checkpoint: in the directory, or beside the safetensors file.
-std::optional<shaped::text::gpt2_tokenizer> find_tokenizer(const fs::path& checkpoint) {
-    const fs::path dir = fs::is_directory(checkpoint) ? checkpoint : checkpoint.parent_path();
-    const bool hf = fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt");
-    const bool openai = fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe");
-    if (!hf && !openai) return std::nullopt;
-    return shaped::text::gpt2_tokenizer(dir);
-}
-
 std::vector<token_id> parse_ids(const std::string& text, std::size_t vocab) {
     std::istringstream in(text);
     std::vector<token_id> ids;
@@ -129,48 +129,116 @@ std::vector<token_id> parse_ids(const std::string& text, std::size_t vocab) {
     return ids;
 }
 
-template <class Config>
-int run(const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
-    const auto model = shaped::models::load_gpt<Config>(opts.checkpoint);
-    std::vector<token_id> prompt = tokenizer ? tokenizer->encode(opts.prompt) : parse_ids(opts.prompt, Config::vocab_size);
-    // GPT-2 starts a text after <|endoftext|>, its last id, and ends one with it.
-    const token_id end_of_text = static_cast<token_id>(Config::vocab_size - 1);
-    if (prompt.empty()) prompt.push_back(end_of_text);
+// A tokenizer as shaped-run uses it, whichever family's it is.
+struct text_side {
+    std::function<std::vector<token_id>(const std::string&)> encode;   // a prompt's ids
+    std::function<std::string(const std::vector<token_id>&)> decode;   // the prompt's text
+    std::function<std::string(token_id)> next;                         // each new id's text, as it comes
+    std::function<std::string()> flush;                                // what is held back at the end
+};
 
-    std::optional<shaped::text::gpt2_stream_decoder> text;
-    if (tokenizer && !opts.print_ids) {
-        text.emplace(*tokenizer);
-        std::cout << tokenizer->decode(prompt) << std::flush;
+// The folder a checkpoint's tokenizer files are looked for in: the directory, or the file's.
+fs::path beside(const fs::path& checkpoint) { return fs::is_directory(checkpoint) ? checkpoint : checkpoint.parent_path(); }
+
+// What a model family's checkpoints need of shaped-run: how to read a config, match it, load it;
+// its tokenizer; its first id when the prompt is empty, and the id that ends a text.
+struct gpt_family {
+    static auto read_config(const fs::path& path) { return shaped::models::read_gpt_config(path); }
+    template <class Config>
+    static auto load(const fs::path& path) { return shaped::models::load_gpt<Config>(path); }
+    // GPT-2's BPE files beside the checkpoint, Hugging Face's names or OpenAI's.
+    template <class Config>
+    static std::optional<text_side> text(const options& opts) {
+        const fs::path dir = beside(opts.checkpoint);
+        const bool hf = fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt");
+        const bool openai = fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe");
+        if (!hf && !openai) return std::nullopt;
+        const auto tokenizer = std::make_shared<shaped::text::gpt2_tokenizer>(dir);
+        const auto stream = std::make_shared<shaped::text::gpt2_stream_decoder>(*tokenizer);
+        return text_side{[=](const std::string& text) { return tokenizer->encode(text); },
+                         [=](const std::vector<token_id>& ids) { return tokenizer->decode(ids); },
+                         [=](token_id id) { return stream->decode(id); }, [=] { return stream->flush(); }};
     }
+    // GPT-2 starts a text after <|endoftext|>, its last id, and ends one with it.
+    template <class Config>
+    static constexpr token_id first_id = static_cast<token_id>(Config::vocab_size - 1);
+    template <class Config>
+    static constexpr token_id end_id = first_id<Config>;
+    static constexpr bool ends_without_tokenizer = false;
+};
+struct llama_family {
+    static auto read_config(const fs::path& path) { return shaped::models::read_llama_config(path); }
+    template <class Config>
+    static auto load(const fs::path& path) { return shaped::models::load_llama<Config>(path); }
+    // llama2.c's tokenizer.bin: -z, or beside the checkpoint. Its vocabulary is the model's.
+    template <class Config>
+    static std::optional<text_side> text(const options& opts) {
+        const fs::path file = opts.tokenizer.value_or(beside(opts.checkpoint) / "tokenizer.bin");
+        if (!opts.tokenizer && !fs::exists(file)) return std::nullopt;
+        const auto tokenizer = std::make_shared<shaped::text::llama_tokenizer>(file, Config::vocab_size);
+        const auto previous = std::make_shared<token_id>(first_id<Config>);
+        return text_side{[=](const std::string& text) { return tokenizer->encode(text, true, false); },
+                         [=](const std::vector<token_id>& ids) {
+                             if (!ids.empty()) *previous = ids.back();
+                             return tokenizer->decode(ids);
+                         },
+                         [=](token_id id) { return tokenizer->decode(std::exchange(*previous, id), id); },
+                         [] { return std::string(); }};
+    }
+    // llama2.c's: a text starts with BOS (1), and BOS delimits texts.
+    template <class Config>
+    static constexpr token_id first_id = 1;
+    template <class Config>
+    static constexpr token_id end_id = 1;
+    static constexpr bool ends_without_tokenizer = true;
+};
+
+template <class Family, class Config>
+int run(const options& opts) {
+    const auto text = Family::template text<Config>(opts);
+    if (opts.encode) {
+        if (!text) throw std::runtime_error(opts.checkpoint.string() + ": no tokenizer beside it");
+        for (const auto id : text->encode(*opts.encode)) std::cout << id << '\n';
+        return 0;
+    }
+    const auto model = Family::template load<Config>(opts.checkpoint);
+    using Model = typename std::remove_cvref_t<decltype(*model)>;
+    std::vector<token_id> prompt = text ? text->encode(opts.prompt) : parse_ids(opts.prompt, Model::vocab_dim::extent);
+    if (prompt.empty()) prompt.push_back(Family::template first_id<Config>);
+
+    const bool show_text = text && !opts.print_ids;
+    if (show_text) std::cout << text->decode(prompt) << std::flush;
     shaped::Generator gen(opts.seed);
     const shaped::models::generation how{
         .max_new_tokens = opts.steps,
-        .end_token = tokenizer ? std::optional<token_id>(end_of_text) : std::nullopt,
+        .end_token = text || Family::ends_without_tokenizer ? std::optional<token_id>(Family::template end_id<Config>)
+                                                            : std::nullopt,
         .how = {.temperature = opts.temperature, .top_k = opts.top_k, .top_p = opts.top_p}};
     const auto start = std::chrono::steady_clock::now();
     const auto out = shaped::models::generate(*model, {prompt}, how, gen, [&](std::size_t, token_id id) {
-        if (text) std::cout << text->decode(id) << std::flush;
+        if (show_text) std::cout << text->next(id) << std::flush;
         else std::cout << id << '\n';
     });
-    if (text) std::cout << text->flush() << '\n';
+    if (show_text) std::cout << text->flush() << '\n';
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (out[0].stopped == shaped::models::stop_reason::context)
-        std::cerr << "shaped-run: stopped at the context's end (" << Config::block_size << " positions)\n";
+        std::cerr << "shaped-run: stopped at the context's end (" << Model::context_dim::extent << " positions)\n";
     std::cerr << "achieved tok/s: " << static_cast<double>(out[0].ids.size()) / seconds << '\n';
     return 0;
 }
 
 // The first compiled config the checkpoint's is, run; none is a one-line error.
-template <class... Configs>
-int run_compiled(std::tuple<Configs...>*, const options& opts, const std::optional<shaped::text::gpt2_tokenizer>& tokenizer) {
-    const auto found = shaped::models::read_gpt_config(opts.checkpoint);
+template <class Family, class... Configs>
+int run_compiled(std::tuple<Configs...>*, const options& opts) {
+    const auto found = Family::read_config(opts.checkpoint);
     int status = -1;
-    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() ? (status = run<Configs>(opts, tokenizer)) : 0),
+    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() ? (status = run<Family, Configs>(opts))
+                                                                               : 0),
      ...);
     if (status < 0)
         throw std::runtime_error(opts.checkpoint.string() + ": its config, " + shaped::models::config_spelling(found) +
-                          ", is not compiled in; add the line `" + shaped::models::config_spelling(found) +
-                          ",` to apps/shaped-run/configs.hpp");
+                                 ", is not compiled in; add the line `" + shaped::models::config_spelling(found) +
+                                 ",` to apps/shaped-run/configs.hpp");
     return status;
 }
 
@@ -180,13 +248,9 @@ int main(int argc, char** argv) {
     try {
         const options opts = parse(argc, argv);
         if (!fs::exists(opts.checkpoint)) throw std::runtime_error(opts.checkpoint.string() + ": no such file or directory");
-        const auto tokenizer = find_tokenizer(opts.checkpoint);
-        if (opts.encode) {
-            if (!tokenizer) throw std::runtime_error(opts.checkpoint.string() + ": no tokenizer (vocab.json and merges.txt) beside it");
-            for (const auto id : tokenizer->encode(*opts.encode)) std::cout << id << '\n';
-            return 0;
-        }
-        return run_compiled(static_cast<shaped_run::compiled_configs*>(nullptr), opts, tokenizer);
+        if (shaped::models::is_llama_checkpoint(opts.checkpoint))
+            return run_compiled<llama_family>(static_cast<shaped_run::compiled_llama_configs*>(nullptr), opts);
+        return run_compiled<gpt_family>(static_cast<shaped_run::compiled_gpt_configs*>(nullptr), opts);
     } catch (const usage_error& error) {
         std::cerr << "shaped-run: " << error.what() << "\n(shaped-run -h for the flags)\n";
     } catch (const std::exception& error) {

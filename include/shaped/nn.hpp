@@ -6,6 +6,8 @@
 #include <shaped/nn/block.hpp>
 #include <shaped/nn/causal_self_attention.hpp>
 #include <shaped/nn/embedding.hpp>
+// Before grouped_query_attention.hpp, which includes it: its check then fires one include shallower.
+#include <shaped/nn/rotary.hpp>
 #include <shaped/nn/grouped_query_attention.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/layer_norm.hpp>
@@ -15,5 +17,4 @@
 #include <shaped/nn/module.hpp>
 #include <shaped/nn/ring_kv_cache.hpp>
 #include <shaped/nn/rms_norm.hpp>
-#include <shaped/nn/rotary.hpp>
 #include <shaped/nn/swiglu.hpp>

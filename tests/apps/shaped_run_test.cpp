@@ -114,3 +114,106 @@ TEST_CASE("shaped-run reports a bad checkpoint in one line, exit status 1", "[ap
     CHECK(flag.status == 1);
     CHECK(flag.err.find("-n needs a value") != std::string::npos);
 }
+
+TEST_CASE("shaped-run greedy-decodes stories260K from BOS: PyTorch's 256 ids", "[apps][shaped_run][llama]") {
+    using N = shaped::dim<"N", 256>;
+    scratch_dir scratch;
+    const auto greedy = shaped::io::load_npy<std::int64_t, N>((fixtures / "stories260k_greedy.npy").string());
+    std::string want;
+    for (std::size_t t = 0; t < N::extent; ++t) want += std::to_string(greedy(t)) + "\n";
+    const result r = run(std::string(SHAPED_MODELS_DIR) + "/stories260K.bin -t 0 -n 256 --ids", scratch.path);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == want);
+    CHECK(r.err.find("achieved tok/s: ") != std::string::npos);
+}
+
+TEST_CASE("shaped-run reports a bad llama2.c checkpoint in one line, exit status 1", "[apps][shaped_run][llama]") {
+    scratch_dir scratch;
+    const fs::path original = fs::path(SHAPED_MODELS_DIR) / "stories260K.bin";
+    // Truncated: the file is shorter than its header's config needs.
+    const fs::path truncated = scratch.path / "truncated.bin";
+    fs::copy_file(original, truncated);
+    fs::resize_file(truncated, fs::file_size(truncated) - 100);
+    const result cut = run(truncated.string() + " -n 4", scratch.path);
+    INFO(cut.err);
+    CHECK(cut.status == 1);
+    CHECK(lines_of(cut.err) == 1);
+    CHECK(cut.err.find("truncated.bin: is 1056440 bytes") != std::string::npos);
+
+    // A config not compiled in (6 layers): named, with the line that adds it.
+    const fs::path other = scratch.path / "other.bin";
+    fs::copy_file(original, other);
+    {
+        std::fstream file(other, std::ios::in | std::ios::out | std::ios::binary);
+        const std::int32_t layers = 6;
+        file.seekp(2 * sizeof(std::int32_t));
+        file.write(reinterpret_cast<const char*>(&layers), sizeof layers);
+    }
+    const result uncompiled = run(other.string() + " -n 4", scratch.path);
+    INFO(uncompiled.err);
+    CHECK(uncompiled.status == 1);
+    CHECK(lines_of(uncompiled.err) == 1);
+    CHECK(uncompiled.err.find("shaped::models::llama_config<512, 512, 6, 8, 4, 64, 172>, is not compiled in") !=
+          std::string::npos);
+}
+
+namespace {
+// A tokenizer.bin of stories260K's 512 tokens (its own is not available here): llama2.c's
+// specials and byte tokens, then words " w259" ... " w511", scored so that none merges.
+fs::path write_llama_tokenizer(const fs::path& dir) {
+    std::vector<std::string> tokens{"<unk>", "\n<s>\n", "\n</s>\n"};
+    for (int b = 0; b < 256; ++b) {
+        char spelled[8];
+        std::snprintf(spelled, sizeof spelled, "<0x%02X>", b);
+        tokens.push_back(spelled);
+    }
+    while (tokens.size() < 512) tokens.push_back(" w" + std::to_string(tokens.size()));
+    const fs::path path = dir / "tokenizer.bin";
+    std::ofstream out(path, std::ios::binary);
+    const std::int32_t longest = 8;
+    out.write(reinterpret_cast<const char*>(&longest), sizeof longest);
+    for (const std::string& token : tokens) {
+        const float score = -1.0f;
+        const auto length = static_cast<std::int32_t>(token.size());
+        out.write(reinterpret_cast<const char*>(&score), sizeof score);
+        out.write(reinterpret_cast<const char*>(&length), sizeof length);
+        out.write(token.data(), length);
+    }
+    return path;
+}
+}  // namespace
+
+TEST_CASE("shaped-run decodes a Llama's ids with llama2.c's tokenizer.bin", "[apps][shaped_run][llama]") {
+    using N = shaped::dim<"N", 256>;
+    scratch_dir scratch;
+    const fs::path tokenizer_file = write_llama_tokenizer(scratch.path);
+    const shaped::text::llama_tokenizer tokenizer(tokenizer_file, 512);
+    const auto greedy = shaped::io::load_npy<std::int64_t, N>((fixtures / "stories260k_greedy.npy").string());
+    std::string want;
+    shaped::text::token_id previous = shaped::text::llama_tokenizer::bos_id;
+    for (std::size_t t = 0; t < 16; ++t) {
+        const auto id = static_cast<shaped::text::token_id>(greedy(t));
+        want += tokenizer.decode(previous, id);
+        previous = id;
+    }
+    const std::string model = std::string(SHAPED_MODELS_DIR) + "/stories260K.bin";
+    const result r = run(model + " -z " + tokenizer_file.string() + " -t 0 -n 16", scratch.path);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == want + "\n");
+
+    // --encode: the prompt's ids as the tokenizer gives them, BOS first.
+    std::string want_ids;
+    for (const auto id : tokenizer.encode("Once w300", true, false)) want_ids += std::to_string(id) + "\n";
+    const result encoded = run(model + " -z " + tokenizer_file.string() + " --encode 'Once w300'", scratch.path);
+    CHECK(encoded.status == 0);
+    CHECK(encoded.out == want_ids);
+    CHECK(encoded.out.starts_with("1\n"));
+
+    // A tokenizer file that is missing is refused in one line.
+    const result missing = run(model + " -z " + (scratch.path / "none.bin").string() + " -n 4", scratch.path);
+    CHECK(missing.status == 1);
+    CHECK(lines_of(missing.err) == 1);
+    CHECK(missing.err.find("none.bin") != std::string::npos);
+}

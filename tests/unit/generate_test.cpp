@@ -115,6 +115,52 @@ TEST_CASE("sample draws from softmax(logits / temperature), cut to top-k and to 
     CHECK(draw_counts({.temperature = temperature, .top_p = 0.8}) == nucleus);
 }
 
+TEST_CASE("sample's cuts over a large vocabulary keep exactly the ids a full sort keeps", "[generate][sample]") {
+    // 3000 logits, spread wide enough that the nucleus is a few dozen ids and most of the
+    // vocabulary falls below the cut that spares sorting it.
+    constexpr std::size_t vocab = 3000;
+    shaped::Generator gen(5);
+    const auto drawn = shaped::randn<float, shaped::dim<"V", vocab>>(gen);
+    std::vector<float> logits(drawn.data(), drawn.data() + vocab);
+    for (float& x : logits) x *= 3.0f;
+    logits[17] = logits[18];  // a tie, ordered by id
+    const double temperature = 0.9;
+    const auto p = softmax(logits, temperature);
+    std::vector<std::size_t> order(vocab);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
+    const auto draw_counts = [&](const shaped::models::sampling& how) {
+        shaped::Generator draws(9);
+        std::vector<double> counts(vocab);
+        constexpr int n = 20000;
+        for (int i = 0; i < n; ++i) counts[shaped::models::sample(std::span<const float>(logits), how, draws)] += 1.0 / n;
+        return counts;
+    };
+    SECTION("the nucleus") {
+        double reached = 0;
+        std::size_t keep = 0;
+        while (reached < 0.9) reached += p[order[keep++]];
+        CAPTURE(keep);
+        REQUIRE(keep < vocab / 10);
+        const auto counts = draw_counts({.temperature = temperature, .top_p = 0.9});
+        for (std::size_t k = 0; k < vocab; ++k) {
+            INFO("rank " << k);
+            if (k < keep) CHECK(std::abs(counts[order[k]] - p[order[k]] / reached) < 0.01);
+            else CHECK(counts[order[k]] == 0);
+        }
+    }
+    SECTION("the top 40, then the nucleus within them") {
+        const auto counts = draw_counts({.temperature = temperature, .top_k = 40});
+        double top = 0;
+        for (std::size_t k = 0; k < 40; ++k) top += p[order[k]];
+        for (std::size_t k = 0; k < vocab; ++k) {
+            INFO("rank " << k);
+            if (k < 40) CHECK(std::abs(counts[order[k]] - p[order[k]] / top) < 0.01);
+            else CHECK(counts[order[k]] == 0);
+        }
+    }
+}
+
 TEST_CASE("sample refuses what has no meaning", "[generate][sample]") {
     shaped::Generator gen(0);
     const std::vector<float> logits{0.f, 1.f};

@@ -118,6 +118,7 @@ HELD_PRODUCER(var_by_name, shaped::var<R>(in.x))
 HELD_PRODUCER(softmax, shaped::softmax<-1>(in.x))
 HELD_PRODUCER(log_softmax_by_name, shaped::log_softmax<R>(in.x))
 HELD_PRODUCER(layer_norm, shaped::layer_norm(in.x, in.gamma, in.beta))
+HELD_PRODUCER(rms_norm, shaped::rms_norm(in.x, in.gamma))
 HELD_PRODUCER(tril, shaped::tril(in.x))
 HELD_PRODUCER(mT, in.x.mT())
 HELD_PRODUCER(transpose_by_name, (shaped::transpose<R, S>(in.x)))
@@ -156,7 +157,7 @@ struct attention_in_pieces {
 // the rest and keep the sweep's compile time in bounds.
 using producers = std::tuple<tensor, view, slice_view, add, multiply, scalar_divide, where_compare, exp, gelu, maximum,
                              cast_double, masked_fill, sum_by_name, max_last, var_by_name, softmax,
-                             log_softmax_by_name, layer_norm, tril, mT, transpose_by_name,
+                             log_softmax_by_name, layer_norm, rms_norm, tril, mT, transpose_by_name,
                              permute_by_position, rename, matmul, matmul_scaled, matmul_biased, causal_attention,
                              attention_pattern, attention_in_pieces, split_view, concat>;
 

@@ -1,5 +1,5 @@
 // Held nodes of every kind as operands of the row and reduction kernels: sum and max along a
-// dim (by position and by name), softmax, log_softmax and layer_norm.
+// dim (by position and by name), softmax, log_softmax, layer_norm and rms_norm.
 
 #include "held_expression.hpp"
 
@@ -15,8 +15,10 @@ HELD_CONSUMER(log_softmax_by_name, return shaped::eval(shaped::log_softmax<first
 HELD_CONSUMER(layer_norm, const auto gamma = partner<E, shaped::dims<last_dim<E>>>(6);
               const auto beta = partner<E, shaped::dims<last_dim<E>>>(7);
               return shaped::eval(shaped::layer_norm(std::forward<E>(e), gamma, beta));)
+HELD_CONSUMER(rms_norm, const auto weight = partner<E, shaped::dims<last_dim<E>>>(8);
+              return shaped::eval(shaped::rms_norm(std::forward<E>(e), weight));)
 
-using all = std::tuple<sum_last, max_by_name, softmax_last, log_softmax_by_name, layer_norm>;
+using all = std::tuple<sum_last, max_by_name, softmax_last, log_softmax_by_name, layer_norm, rms_norm>;
 
 }  // namespace consume
 }  // namespace

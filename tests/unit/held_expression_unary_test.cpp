@@ -9,9 +9,10 @@ using namespace held;
 
 HELD_CONSUMER(gelu, return shaped::eval(shaped::gelu(std::forward<E>(e)));)
 HELD_CONSUMER(gelu_tanh, return shaped::eval(shaped::gelu_tanh(std::forward<E>(e)));)
+HELD_CONSUMER(silu, return shaped::eval(shaped::silu(std::forward<E>(e)));)
 HELD_CONSUMER(cast_double, return shaped::eval(shaped::cast<double>(std::forward<E>(e)));)
 
-using all = std::tuple<gelu, gelu_tanh, cast_double>;
+using all = std::tuple<gelu, gelu_tanh, silu, cast_double>;
 
 }  // namespace consume
 }  // namespace

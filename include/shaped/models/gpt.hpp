@@ -8,13 +8,10 @@
 // Its configuration is a type (gpt_config; GPT-2's sizes are named below), so every dim is
 // static but T, the number of positions, which is at most the context (checked). Its
 // parameters are named as nanoGPT's named_parameters() names them ("transformer.wte.weight",
-// "transformer.h.0.attn.c_attn.weight", ...); the tied lm_head has none of its own.
+// "transformer.h.0.attn.c_attn.weight", ...); the tied lm_head has none of its own. It runs as
+// every decoder of models/decoder.hpp does: model(idx), model(idx, caches, counts) through every
+// block's cache (cache_type<B>), model.next_logits(idx, caches).
 //
-//   model(idx)                 logits (B, T, V) for ids (B, T)
-//   model(idx, caches)         decoding: the next n ids of every row through every block's cache
-//                              (cache_type<B>), logits (B, n, V); with counts, a ragged batch
-//   model.next_logits(idx, caches)   the same step, but only each row's last logits, (B, V):
-//                              what sampling the next id needs (lm_head over one position a row)
 //   cross_entropy(logits, targets)   F.cross_entropy's mean, ignore_index -1
 
 #include <shaped/models/decoder.hpp>
@@ -52,8 +49,9 @@ using gpt2_355m = gpt_config<50257, 1024, 24, 16, 1024, nn::activation::gelu_tan
 using gpt2_774m = gpt_config<50257, 1024, 36, 20, 1280, nn::activation::gelu_tanh>;
 
 template <class Config, class T = float>
-class GPT {
+class GPT : public decoder<GPT<Config, T>, Config::n_layer> {
 public:
+    static constexpr std::string_view name = "shaped::models::GPT";
     using config = Config;
     using value_type = T;
     using vocab_dim = dim<"V", Config::vocab_size>;
@@ -82,36 +80,17 @@ public:
     // N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorm weights 1.
     explicit GPT(Generator& gen);
 
-    // idx (B, T) -> logits (B, T, V), T at most the context.
-    template <Expression Ids>
-    auto operator()(const Ids& idx) const;
-
-    // Decoding: idx (B, n) holds the next n ids of every row, after those the caches hold; the
-    // logits of those positions, (B, n, V). With counts, row b takes only its first counts[b] ids
-    // (a ragged batch; the logits at its padding positions are those of a zero input).
-    template <Expression Ids, class Cache>
-    auto operator()(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
-                    std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
-
-    // That decoding step's logits at each row's last new position (counts[b] - 1), (B, V); a
-    // row that takes no position gives the logits of its padding (a zero input).
-    template <Expression Ids, class Cache>
-    auto next_logits(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
-                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
-
     BOOST_HANA_DEFINE_STRUCT(GPT,
         (Transformer, transformer));
 
 private:
+    friend class decoder<GPT, Config::n_layer>;
+
+    const blocks_type& blocks() const { return transformer.h; }
+
     // wte(ids) + wpe(starts[b] + t) for the first counts[b] positions of row b; 0 after.
     template <class Ids, std::size_t Batch>
     auto embed(const Ids& ids, const std::array<std::size_t, Batch>& starts, const std::array<std::size_t, Batch>& counts) const;
-
-    // A decoding step through every block: the last block's output (B, n, C), and the
-    // positions each row took.
-    template <class Ids, class Cache>
-    auto decode_blocks(const Ids& ids, std::array<Cache, Config::n_layer>& caches,
-                       const std::optional<typename Cache::lengths_type>& counts) const;
 
     // (..., C) -> (..., V)
     template <class X>
@@ -145,44 +124,6 @@ GPT<Config, T>::GPT(Generator& gen) {
             std::fill(parameter.elements().begin(), parameter.elements().end(), T(1));
         }
     });
-}
-
-template <class Config, class T>
-template <Expression Ids>
-auto GPT<Config, T>::operator()(const Ids& idx) const {
-    static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, T)");
-    using B = dim_at<0, dims_of<Ids>>;
-    const auto ids = eval(idx);
-    std::array<std::size_t, B::extent> starts{}, counts{};
-    counts.fill(detail::positions_in_context<context_dim>("shaped::models::GPT", ids));
-    return logits(transformer.h(embed(ids, starts, counts)));
-}
-
-template <class Config, class T>
-template <Expression Ids, class Cache>
-auto GPT<Config, T>::operator()(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
-                                std::optional<typename Cache::lengths_type> counts) const {
-    static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
-    return logits(decode_blocks(eval(idx), caches, counts).first);
-}
-
-template <class Config, class T>
-template <Expression Ids, class Cache>
-auto GPT<Config, T>::next_logits(const Ids& idx, std::array<Cache, Config::n_layer>& caches,
-                                 std::optional<typename Cache::lengths_type> counts) const {
-    static_assert(rank_of<Ids> == 2, "shaped::models::GPT: the ids are (B, n)");
-    using B = dim_at<0, dims_of<Ids>>;
-    const auto [x, taken] = decode_blocks(eval(idx), caches, counts);
-    return logits(detail::last_taken<B, channel_dim>(x, taken));
-}
-
-template <class Config, class T>
-template <class Ids, class Cache>
-auto GPT<Config, T>::decode_blocks(const Ids& ids, std::array<Cache, Config::n_layer>& caches,
-                                   const std::optional<typename Cache::lengths_type>& counts) const {
-    // The positions must exist before they are embedded: the caches hold the whole context.
-    const auto taken = blocks_type::check_room(caches, ids.extents()[1], counts);
-    return std::pair(transformer.h(embed(ids, caches[0].lengths(), taken), caches, counts), taken);
 }
 
 template <class Config, class T>

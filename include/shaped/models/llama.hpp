@@ -10,12 +10,9 @@
 // Its configuration is a type (llama_config, llama2.c's ModelArgs), so every dim is static but
 // T, at most the context (checked). Parameters have Meta's names ("tok_embeddings.weight",
 // "layers.0.attention.wq.weight", ..., "norm.weight", "output.weight"); a tied output has none.
-// It runs as GPT does, with the same generate and shaped-run:
-//
-//   model(idx)                        logits (B, T, V) for ids (B, T)
-//   model(idx, caches, counts)        decoding through every block's cache (cache_type<B>, NKV
-//                                     heads each), logits (B, n, V); with counts, a ragged batch
-//   model.next_logits(idx, caches)    the same step, only each row's last logits, (B, V)
+// It runs as GPT does, as every decoder of models/decoder.hpp (model(idx), model(idx, caches,
+// counts) through every block's cache, cache_type<B> of NKV heads each, model.next_logits), with
+// the same generate and shaped-run.
 
 #include <shaped/models/decoder.hpp>
 #include <shaped/nn.hpp>
@@ -58,8 +55,9 @@ using stories15m = llama_config<32000, 256, 6, 6, 6, 288, 768>;
 using stories110m = llama_config<32000, 1024, 12, 12, 12, 768, 2048>;
 
 template <class Config, class T = float>
-class Llama {
+class Llama : public decoder<Llama<Config, T>, Config::n_layers> {
 public:
+    static constexpr std::string_view name = "shaped::models::Llama";
     using config = Config;
     using value_type = T;
     using vocab_dim = dim<"V", Config::vocab_size>;
@@ -83,22 +81,6 @@ public:
     // n_layers)), RMSNorm weights 1.
     explicit Llama(Generator& gen);
 
-    // idx (B, T) -> logits (B, T, V), T at most the context.
-    template <Expression Ids>
-    auto operator()(const Ids& idx) const;
-
-    // Decoding: idx (B, n) holds the next n ids of every row, after those the caches hold; the
-    // logits of those positions, (B, n, V). With counts, row b takes only its first counts[b] ids
-    // (a ragged batch; the logits at its padding positions are those of a zero input).
-    template <Expression Ids, class Cache>
-    auto operator()(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
-                    std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
-
-    // That decoding step's logits at each row's last new position (counts[b] - 1), (B, V).
-    template <Expression Ids, class Cache>
-    auto next_logits(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
-                     std::optional<typename Cache::lengths_type> counts = std::nullopt) const;
-
     BOOST_HANA_DEFINE_STRUCT(Llama,
         (nn::Embedding<vocab_dim, channel_dim, T>, tok_embeddings),
         (layers_type, layers),
@@ -106,21 +88,17 @@ public:
         (output_type, output));
 
 private:
+    friend class decoder<Llama, Config::n_layers>;
+
     // The config's eps and theta, in every norm and attention.
     void configure();
 
-    // tok_embeddings(ids) for the first counts[b] positions of row b; 0 after.
-    template <class Ids, std::size_t Batch>
-    auto embed(const Ids& ids, const std::array<std::size_t, Batch>& counts) const;
+    const layers_type& blocks() const { return layers; }
 
-    // A decoding step through every block: the last block's output (B, n, C), and the positions
-    // each row took.
-    template <class Ids, class Cache>
-    auto decode_blocks(const Ids& ids, std::array<Cache, Config::n_layers>& caches,
-                       const std::optional<typename Cache::lengths_type>& counts) const {
-        const auto taken = layers_type::check_room(caches, ids.extents()[1], counts);
-        return std::pair(layers(embed(ids, taken), caches, counts), taken);
-    }
+    // tok_embeddings(ids) for the first counts[b] positions of row b; 0 after. The positions are
+    // rotary, applied in attention: the starts are not needed here.
+    template <class Ids, std::size_t Batch>
+    auto embed(const Ids& ids, const std::array<std::size_t, Batch>& starts, const std::array<std::size_t, Batch>& counts) const;
 
     // (..., C) -> (..., V)
     template <class X>
@@ -160,37 +138,9 @@ void Llama<Config, T>::configure() {
 }
 
 template <class Config, class T>
-template <Expression Ids>
-auto Llama<Config, T>::operator()(const Ids& idx) const {
-    static_assert(rank_of<Ids> == 2, "shaped::models::Llama: the ids are (B, T)");
-    using B = dim_at<0, dims_of<Ids>>;
-    const auto ids = eval(idx);
-    std::array<std::size_t, B::extent> counts{};
-    counts.fill(detail::positions_in_context<context_dim>("shaped::models::Llama", ids));
-    return logits(layers(embed(ids, counts)));
-}
-
-template <class Config, class T>
-template <Expression Ids, class Cache>
-auto Llama<Config, T>::operator()(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
-                                  std::optional<typename Cache::lengths_type> counts) const {
-    static_assert(rank_of<Ids> == 2, "shaped::models::Llama: the ids are (B, n)");
-    return logits(decode_blocks(eval(idx), caches, counts).first);
-}
-
-template <class Config, class T>
-template <Expression Ids, class Cache>
-auto Llama<Config, T>::next_logits(const Ids& idx, std::array<Cache, Config::n_layers>& caches,
-                                   std::optional<typename Cache::lengths_type> counts) const {
-    static_assert(rank_of<Ids> == 2, "shaped::models::Llama: the ids are (B, n)");
-    using B = dim_at<0, dims_of<Ids>>;
-    const auto [x, taken] = decode_blocks(eval(idx), caches, counts);
-    return logits(detail::last_taken<B, channel_dim>(x, taken));
-}
-
-template <class Config, class T>
 template <class Ids, std::size_t Batch>
-auto Llama<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>& counts) const {
+auto Llama<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>&,
+                             const std::array<std::size_t, Batch>& counts) const {
     using B = dim_at<0, dims_of<Ids>>;
     using Time = dim_at<1, dims_of<Ids>>;
     constexpr std::size_t channels = Config::dim;

@@ -50,6 +50,10 @@ struct llama_checkpoint_config {
     double rope_theta = 10000.0;
 };
 
+// Whether `path` is a Llama's checkpoint: a llama2.c .bin file, or a directory whose config.json
+// says "model_type": "llama". Nothing is checked beyond that.
+bool is_llama_checkpoint(const std::filesystem::path& path);
+
 // The config of the checkpoint at `path` (a llama2.c file or a Hugging Face directory);
 // io_error for a missing, short or malformed one, or one that is no Llama's.
 llama_checkpoint_config read_llama_config(const std::filesystem::path& path);

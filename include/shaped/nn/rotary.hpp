@@ -18,7 +18,7 @@
 //
 // Channels past R (a partial rotary, as GPT-NeoX's rotary_pct) are left as they are.
 
-#include <shaped/core.hpp>
+#include <shaped/expr/expression.hpp>
 #include <shaped/nn/diagnostics.hpp>
 
 #include <cmath>
