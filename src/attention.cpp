@@ -73,12 +73,19 @@ T reduce_max(const vec<T>& v) {
     return m;
 }
 
-// The keys query i (of the matrix's tq) sees are [0, visible_keys(i)).
+// The keys query i (of the matrix's tq) sees are [first_visible_key(i), visible_keys(i)); both
+// grow with i.
 template <class T>
 std::size_t visible_keys(const attention_problem<T>& p, std::size_t i) {
     if (!p.sees.causal) return p.tk();
     const long n = static_cast<long>(i) + p.sees.diagonal + 1;
     return static_cast<std::size_t>(std::clamp(n, 0L, static_cast<long>(p.tk())));
+}
+template <class T>
+std::size_t first_visible_key(const attention_problem<T>& p, std::size_t i) {
+    if (!p.sees.window) return 0;
+    const long first = static_cast<long>(i) + p.sees.diagonal + 1 - static_cast<long>(*p.sees.window);
+    return std::min(static_cast<std::size_t>(std::max(first, 0L)), visible_keys(p, i));
 }
 
 // One matrix of the batch: its operands' first elements.
@@ -238,28 +245,32 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
     const bool unit_values = p.v_matrix.strides[1] == 1;
     for (std::size_t i = first; i < last; ++i) {
         T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_matrix.strides[0];
-        const std::size_t n = visible_keys(p, i);
+        // The keys and values this query sees start at its first visible key.
+        const std::size_t from = first_visible_key(p, i);
+        const std::size_t n = visible_keys(p, i) - from;
         if (n == 0) {
             fill_nan(p, out_row);
             continue;
         }
+        const T* keys = m.k + static_cast<std::ptrdiff_t>(from) * p.k_matrix.strides[0];
+        const T* values = m.v + static_cast<std::ptrdiff_t>(from) * p.v_matrix.strides[0];
         const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_matrix.strides[0];
         for (std::size_t c = 0; c < p.d(); ++c) query[c] = p.scale * q_row[c * p.q_matrix.strides[1]];
 
         // 1. Scores: a dot product per key when each key's elements are adjacent, otherwise one
         //    pass per query element over keys that are adjacent, or element by element.
         if (p.k_matrix.strides[1] == 1) {
-            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, m.k + static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0], p.d());
+            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, keys + static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0], p.d());
         } else if (p.k_matrix.strides[0] == 1) {
             std::fill(scores, scores + n, T{0});
             for (std::size_t c = 0; c < p.d(); ++c)
-                axpy(query[c], m.k + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1], scores, n);
+                axpy(query[c], keys + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1], scores, n);
         } else {
             for (std::size_t j = 0; j < n; ++j) {
                 T sum = 0;
                 for (std::size_t c = 0; c < p.d(); ++c)
-                    sum += query[c] * m.k[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0] +
-                                          static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1]];
+                    sum += query[c] * keys[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0] +
+                                           static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1]];
                 scores[j] = sum;
             }
         }
@@ -278,11 +289,11 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
 
         // 3. The weighted sum of the values, normalised once at the end.
         if (unit_values) {
-            weighted_rows(scores, n, m.v, p.v_matrix.strides[0], p.dv(), acc);
+            weighted_rows(scores, n, values, p.v_matrix.strides[0], p.dv(), acc);
         } else {
             std::fill(acc, acc + p.dv(), T{0});
             for (std::size_t key = 0; key < n; ++key) {
-                const T* v_row = m.v + static_cast<std::ptrdiff_t>(key) * p.v_matrix.strides[0];
+                const T* v_row = values + static_cast<std::ptrdiff_t>(key) * p.v_matrix.strides[0];
                 for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += scores[key] * v_row[c * p.v_matrix.strides[1]];
             }
         }
@@ -313,8 +324,8 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
     alignas(64) T weights[N];
     for (std::size_t i = first; i < last; ++i) {
         T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_matrix.strides[0];
-        const std::size_t n = visible_keys(p, i);
-        if (n == 0) {
+        const std::size_t from = first_visible_key(p, i), n = visible_keys(p, i);
+        if (n == from) {
             fill_nan(p, out_row);
             continue;
         }
@@ -333,13 +344,14 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
             part3 = term(c + 3, part3);
         }
         for (; c < p.d(); ++c) part0 = term(c, part0);
-        const vec<T> scores = xsimd::select(lane < vec<T>(static_cast<T>(n)), (part0 + part1) + (part2 + part3),
-                                            vec<T>(-std::numeric_limits<T>::infinity()));
+        const auto seen = (lane >= vec<T>(static_cast<T>(from))) && (lane < vec<T>(static_cast<T>(n)));
+        const vec<T> scores =
+            xsimd::select(seen, (part0 + part1) + (part2 + part3), vec<T>(-std::numeric_limits<T>::infinity()));
         const vec<T> e = xsimd::exp(scores - vec<T>(reduce_max(scores)));
         e.store_aligned(weights);
         const T inv = T{1} / xsimd::hadd(e);
         std::fill(acc, acc + p.dv(), T{0});
-        for (std::size_t j = 0; j < n; ++j) {
+        for (std::size_t j = from; j < n; ++j) {
             const T* v_row = m.v + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
             if (p.v_matrix.strides[1] == 1) axpy(weights[j], v_row, acc, p.dv());
             else
@@ -434,24 +446,28 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
     const matrices<T> m = matrices_at(p, b);
     scratch<T>& s = thread_scratch<T>();
 
-    // 1. Pack the keys these queries see, transposed (d x keys, so that a score tile reads
-    //    whole vectors of keys), and their values with rows padded to whole vectors. Padding
-    //    is zero: a padded key is masked, and its zero value adds nothing.
-    const std::size_t keys = visible_keys(p, last - 1);
+    // 1. Pack the keys these queries see, keys [lowest, lowest + keys), transposed (d x keys, so
+    //    that a score tile reads whole vectors of keys), and their values with rows padded to
+    //    whole vectors. Padding is zero: a padded key is masked, and its zero value adds
+    //    nothing. Packed key j is key lowest + j.
+    const std::size_t lowest = first_visible_key(p, first);
+    const std::size_t keys = visible_keys(p, last - 1) - lowest;
     const std::size_t keys_ld = round_up(std::max<std::size_t>(keys, 1), key_block);
     const std::size_t values_ld = round_up(p.dv(), N);
     T* keys_t = sized(s.keys_t, p.d() * keys_ld);
     T* values = sized(s.values, keys_ld * values_ld);
+    const T* k_first = m.k + static_cast<std::ptrdiff_t>(lowest) * p.k_matrix.strides[0];
+    const T* v_first = m.v + static_cast<std::ptrdiff_t>(lowest) * p.v_matrix.strides[0];
     for (std::size_t c = 0; c < p.d(); ++c) {
         T* dst = keys_t + c * keys_ld;
-        const T* src = m.k + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1];
+        const T* src = k_first + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1];
         for (std::size_t j = 0; j < keys; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0]];
         std::fill(dst + keys, dst + keys_ld, T{0});
     }
     for (std::size_t j = 0; j < keys_ld; ++j) {
         T* dst = values + j * values_ld;
         if (j < keys) {
-            const T* src = m.v + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
+            const T* src = v_first + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
             for (std::size_t c = 0; c < p.dv(); ++c) dst[c] = src[static_cast<std::ptrdiff_t>(c) * p.v_matrix.strides[1]];
             std::fill(dst + p.dv(), dst + values_ld, T{0});
         } else {
@@ -484,22 +500,30 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
         }
         std::fill(out, out + padded_rows * values_ld, T{0});
 
-        // 3. Key blocks up to the last key the block's last query sees; blocks beyond it are
-        //    in every query's future and are skipped. Blocks that reach past what the first
-        //    query sees are masked query by query.
-        const std::size_t seen_by_all = visible_keys(p, i0);
-        const std::size_t seen_by_any = visible_keys(p, i0 + rows - 1);
-        for (std::size_t j0 = 0; j0 < seen_by_any; j0 += key_block) {
+        // 3. Key blocks from the first key the block's first query sees to the last key its
+        //    last query sees; blocks beyond are in every query's future, blocks before in every
+        //    query's past (out of its window), and are skipped. Blocks that reach past what the
+        //    first query sees, or before what the last query sees, are masked query by query.
+        //    Offsets are into the packed keys.
+        const std::size_t seen_by_all = visible_keys(p, i0) - lowest;
+        const std::size_t seen_by_any = visible_keys(p, i0 + rows - 1) - lowest;
+        const std::size_t from_all = first_visible_key(p, i0 + rows - 1) - lowest;
+        const std::size_t from_any = first_visible_key(p, i0) - lowest;
+        for (std::size_t j0 = from_any / key_block * key_block; j0 < seen_by_any; j0 += key_block) {
             for (std::size_t r = 0; r < padded_rows; r += score_rows<T>)
                 for (std::size_t j = 0; j < key_block; j += score_vectors * N)
                     score_tile<T, score_rows<T>, score_vectors>(queries + r * p.d(), p.d(), keys_t + j0 + j, keys_ld,
                                                                 scores + r * key_block + j);
-            if (j0 + key_block > seen_by_all) {
+            if (j0 + key_block > seen_by_all || j0 < from_all) {
                 for (std::size_t r = 0; r < padded_rows; ++r) {
-                    const std::size_t seen = visible_keys(p, i0 + std::min(r, rows - 1));
-                    const std::size_t from = seen > j0 ? seen - j0 : 0;
-                    std::fill(scores + r * key_block + std::min(from, key_block), scores + (r + 1) * key_block,
-                              minus_infinity);
+                    const std::size_t query = i0 + std::min(r, rows - 1);
+                    const std::size_t seen = visible_keys(p, query) - lowest;
+                    const std::size_t first_seen = first_visible_key(p, query) - lowest;
+                    T* row = scores + r * key_block;
+                    const std::size_t before = std::min(first_seen > j0 ? first_seen - j0 : 0, key_block);
+                    const std::size_t after = std::min(seen > j0 ? seen - j0 : 0, key_block);
+                    std::fill(row, row + before, minus_infinity);
+                    std::fill(row + std::max(before, after), row + key_block, minus_infinity);
                 }
             }
             for (std::size_t r = 0; r < padded_rows; ++r) softmax.update(r, scores + r * key_block);
@@ -538,9 +562,10 @@ void attention_impl(const attention_problem<T>& p) {
     if (batches == 0 || p.tq() == 0 || p.dv() == 0) return;
 
     // Work per matrix, in multiply-adds, counting only the keys the queries see.
-    const double seen = p.sees.causal ? std::min<double>(static_cast<double>(p.tk()), static_cast<double>(p.tq()) / 2 +
-                                                                                        static_cast<double>(p.sees.diagonal))
-                                      : static_cast<double>(p.tk());
+    double seen = p.sees.causal ? std::min<double>(static_cast<double>(p.tk()),
+                                                   static_cast<double>(p.tq()) / 2 + static_cast<double>(p.sees.diagonal))
+                                : static_cast<double>(p.tk());
+    if (p.sees.window) seen = std::min(seen, static_cast<double>(*p.sees.window));
     const double work = static_cast<double>(batches) * static_cast<double>(p.tq()) * std::max(seen, 1.0) *
                         static_cast<double>(p.d() + p.dv());
     const std::size_t threads = work < parallel_work ? 1 : thread_count();

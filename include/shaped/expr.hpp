@@ -8,3 +8,4 @@
 #include <shaped/expr/matmul.hpp>
 #include <shaped/expr/reduce.hpp>
 #include <shaped/expr/structure.hpp>
+#include <shaped/expr/window.hpp>

@@ -15,5 +15,6 @@
 #include <shaped/nn/llama_block.hpp>
 #include <shaped/nn/mlp.hpp>
 #include <shaped/nn/module.hpp>
+#include <shaped/nn/ring_kv_cache.hpp>
 #include <shaped/nn/rms_norm.hpp>
 #include <shaped/nn/swiglu.hpp>

@@ -8,9 +8,11 @@
 #include <shaped/tensor/diagnostics.hpp>
 #include <shaped/kernels/diagnostics.hpp>
 #include <shaped/nn/diagnostics.hpp>
+#include <shaped/expr/window.hpp>
 #include <shaped/tensor/tensor.hpp>
 #include <shaped/nn/module.hpp>
 #include <shaped/nn/kv_cache.hpp>
+#include <shaped/nn/ring_kv_cache.hpp>
 #include <shaped/nn/attention.hpp>
 
 #include <shaped/core.hpp>

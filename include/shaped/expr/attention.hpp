@@ -8,9 +8,15 @@
 // queries are the last Tq of the Tk positions, so a query sees the keys at its own position and
 // before: with Tq == Tk that is the chapter's tril mask, and with one query against a cache's
 // filled prefix it is every key (a decoding step).
+//
+// causal_attention(q, k, v, scale, window<W>{}) is the same with a sliding window of W
+// positions: a query sees its own position and the W - 1 before it, and no earlier ones.
 
 #include <shaped/expr/matmul.hpp>
+#include <shaped/expr/window.hpp>
 
+#include <cstddef>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -50,9 +56,10 @@ public:
     static constexpr bool owns_storage = false;
     static constexpr std::size_t rank = dims_type::rank;
 
+    // window: the sliding window's size, none for every earlier position.
     template <operand_for<Q> A, operand_for<K> B, operand_for<V> C>
-    attention_node(A&& q, B&& k, C&& v, value_type scale)
-        : q_(std::forward<A>(q)), k_(std::forward<B>(k)), v_(std::forward<C>(v)), scale_(scale) {
+    attention_node(A&& q, B&& k, C&& v, value_type scale, std::optional<std::size_t> window = std::nullopt)
+        : q_(std::forward<A>(q)), k_(std::forward<B>(k)), v_(std::forward<C>(v)), scale_(scale), window_(window) {
         using shape = attention_dims<Q, K, V>;
         const auto qe = q_.extents();
         const auto ke = k_.extents();
@@ -98,12 +105,14 @@ public:
     const K& key() const { return k_; }
     const V& value() const { return v_; }
     value_type scale() const { return scale_; }
+    const std::optional<std::size_t>& window() const { return window_; }
 
 private:
     Q q_;
     K k_;
     V v_;
     value_type scale_;
+    std::optional<std::size_t> window_;
     std::array<std::size_t, rank> extents_;
 };
 
@@ -140,5 +149,22 @@ detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S);
 template <class Q, class K, class V, Scalar S>
     requires any_failed<Q, K, V>
 failed causal_attention(Q&&, K&&, V&&, S);
+
+// With a sliding window of W positions.
+template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W>
+    requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
+auto causal_attention(Q&& q, K&& k, V&& v, S scale, window<W>) {
+    static_assert(std::is_same_v<value_type_of<Q>, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
+                  "shaped::causal_attention: q, k and v must have one element type");
+    using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;
+    return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<typename node::value_type>(scale),
+                W);
+}
+template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W>
+    requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
+detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S, window<W>);
+template <class Q, class K, class V, Scalar S, std::size_t W>
+    requires any_failed<Q, K, V>
+failed causal_attention(Q&&, K&&, V&&, S, window<W>);
 
 }  // namespace shaped

@@ -38,6 +38,9 @@ struct attention_dims : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::causal_attention: " SHAPED_RULE_ATTENTION_DIMS);
 };
 
+// Asserted in shaped::window's class (expr/window.hpp), with the size in the condition.
+#define SHAPED_RULE_WINDOW_SIZE "a sliding window holds at least one position (W > 0)"
+
 #define SHAPED_RULE_BROADCAST_DIMS "operands' aligned dims differ in name or extent"
 template <class... Shown>
 struct broadcast_dims : failed {

@@ -2,9 +2,10 @@
 // Fused attention: softmax(q @ k^T * scale, mask) @ v in one pass over the keys, compiled once in
 // src/attention.cpp. The scores never exist as a T x T matrix: blocks of queries meet blocks of
 // keys, the softmax runs online (a running max and sum per query, the partial output rescaled
-// when the max grows), and key blocks wholly in a query block's future are never visited. A few
-// queries (a decoding step against a cache, or the chapter's T=4) take a row-at-a-time path
-// shaped like a GEMV instead, over the keys a query can see and no others.
+// when the max grows), and key blocks wholly in a query block's future are never visited (nor,
+// with a sliding window, those wholly before it: O(T x W) work, not O(T^2)). A few queries (a
+// decoding step against a cache, or the chapter's T=4) take a row-at-a-time path shaped like a
+// GEMV instead, over the keys a query can see and no others.
 //
 // attention_into(target, q, k, v, scale, visibility) is the entry point from assign(): any
 // Tensor or View operands, read in place through their strides (a transposed k is the same
@@ -20,6 +21,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -28,10 +30,12 @@ namespace shaped::kernels {
 inline constexpr std::size_t max_attention_batch_rank = 6;
 
 // Which keys a query sees: with causal set, query i sees key j when j <= i + diagonal; otherwise
-// every key.
+// every key. With a window W as well, only the last W of those: j > i + diagonal - W, so that a
+// query on the diagonal sees itself and the W - 1 keys before it (a sliding window).
 struct visibility {
     bool causal;
     long diagonal;
+    std::optional<std::size_t> window{};
 };
 
 // One attention problem over strided memory. Each operand is a batch of matrices, laid out as
@@ -70,7 +74,7 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
 template <class Target, class Source>
 bool assign_recognised_attention(Target& target, const Source& source);
 
-// target = causal_attention(q, k, v, scale).
+// target = causal_attention(q, k, v, scale[, window]).
 template <class Target, class Q, class K, class V>
 void assign_attention(Target& target, const attention_node<Q, K, V>& node);
 
@@ -190,7 +194,8 @@ void assign_attention(Target& target, const attention_node<Q, K, V>& node) {
     const auto q = node.query().extents();
     const auto k = node.key().extents();
     const long diagonal = static_cast<long>(k[rank_of<K> - 2]) - static_cast<long>(q[rank_of<Q> - 2]);
-    attention_into(target, node.query(), node.key(), node.value(), node.scale(), visibility{true, diagonal}, false);
+    attention_into(target, node.query(), node.key(), node.value(), node.scale(), visibility{true, diagonal, node.window()},
+                   false);
 }
 
 }  // namespace shaped::kernels

@@ -43,6 +43,19 @@ inline constexpr bool is_kv_cache = false;
 template <class T, Dim... Ds>
     requires cache_layout<Ds...>
 inline constexpr bool is_kv_cache<KVCache<T, Ds...>> = true;
+template <class T, Dim... Ds>
+    requires cache_layout<Ds...>
+inline constexpr bool is_kv_cache<RingKVCache<T, Ds...>> = true;
+
+// A layer with a sliding window of W decodes with a ring of W positions, and only such a layer
+// with a ring.
+template <class Layer, class Cache>
+inline constexpr bool cache_fits_window = [] {
+    if constexpr (windowed_layer<Layer>)
+        return is_ring_kv_cache<Cache> && Cache::capacity == layer_window_t<Layer>::size;
+    else
+        return !is_ring_kv_cache<Cache>;
+}();
 
 // The diagnostic of an attention layer's call (Op is the layer) whose input x is not
 // (B, T, C), or whose cache (void for the full forward) does not fit the layer or the input;
@@ -248,6 +261,8 @@ consteval auto attention_misfit() {
             return std::type_identity<diag::attention_cache_head_size<Op, HS, dim_at<CD::rank - 1, CD>>>{};
         else if constexpr (!can_meet<XB, dim_at<0, CD>>)
             return std::type_identity<diag::attention_cache_batch<Op, XB, dim_at<0, CD>>>{};
+        else if constexpr (!cache_fits_window<Op, Cache>)
+            return std::type_identity<diag::attention_cache_window<Op, layer_window_t<Op>, Cache>>{};
         else
             return std::type_identity<void>{};
     }

@@ -20,8 +20,12 @@
 //   encode_positions(q, k, starts)             step 2; starts[b] is row b's first position
 //   heads_of(merged)                           the merged (B, T, M) tensor as (B, [NH,] T, HS)
 //   project_out(merged)                        step 5
+//   window_type                                optional: shaped::window<W>, a sliding window
+//                                              that step 4 masks by, forward and decoding, and
+//                                              decoding with a RingKVCache of W positions
 
 #include <shaped/nn/kv_cache.hpp>
+#include <shaped/nn/ring_kv_cache.hpp>
 
 #include <algorithm>
 #include <array>
@@ -46,7 +50,30 @@ struct no_position_encoding {
     void operator()(const Q&, const K&, std::span<const std::size_t>) const {}
 };
 
+// The window of a layer without a sliding window: each query sees every position before it.
+struct no_window {};
+
 namespace detail {
+
+// A layer's window: its window_type, or no_window for a layer that names none.
+template <class Layer>
+struct layer_window {
+    using type = no_window;
+};
+template <class Layer>
+    requires requires { typename Layer::window_type; }
+struct layer_window<Layer> {
+    using type = typename Layer::window_type;
+};
+template <class Layer>
+using layer_window_t = typename layer_window<Layer>::type;
+
+template <class W>
+inline constexpr bool is_window = false;
+template <std::size_t W>
+inline constexpr bool is_window<window<W>> = true;
+template <class Layer>
+concept windowed_layer = is_window<layer_window_t<Layer>>;
 
 // Every batch row starting at position 0, as the full forward's rows do: inline for a static
 // batch dim (a small forward allocates nothing for it).
@@ -79,11 +106,15 @@ auto shared_by_group(const K& k) {
     }
 }
 
-// out = causal_attention(q, k, v, scale), grouped as the layer's heads are.
+// out = causal_attention(q, k, v, scale[, the layer's window]), grouped as the layer's heads are.
 template <class Layer, class Out, class Q, class K, class V>
 void attend_heads(const Out& out, const Q& q, const K& k, const V& v, typename Layer::value_type scale) {
-    grouped_queries<Layer>(out) =
-        causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale);
+    if constexpr (windowed_layer<Layer>)
+        grouped_queries<Layer>(out) = causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k),
+                                                       shared_by_group<Layer>(v), scale, layer_window_t<Layer>{});
+    else
+        grouped_queries<Layer>(out) =
+            causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale);
 }
 
 // Steps 1, 2, 4 and 5; `attend(heads_out, q, k, v)` is step 4 (and 3, decoding).
@@ -97,6 +128,13 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
 template <class Layer, class Out, class Q, class Cache>
 void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
                            const typename Cache::lengths_type& counts, typename Cache::value_type scale);
+
+// Steps 3 and 4 with a ring cache, decoding a windowed layer: new queries q and their keys k and
+// values v (B, [NH,] n, HS), batch row b's first counts[b] of them its next positions. Each query
+// sees the last W positions up to its own, held in the ring or new.
+template <class Layer, class Out, class Q, class K, class V, class Cache>
+void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cache& cache,
+                         const typename Cache::lengths_type& counts, typename Cache::value_type scale);
 
 // Zeroes positions counts[b] and later of each batch row of out (B, n, D): a ragged batch's padding.
 template <class Out, std::size_t Batch>
@@ -125,9 +163,13 @@ auto causal_self_attention(const Layer& layer, const X& x, Cache& cache,
     if (!counts) counts.emplace().fill(x.extents()[1]);
     const auto starts = cache.lengths();
     auto out = detail::run_self_attention(layer, x, starts, [&](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
-        cache.append(k, v, counts);
-        detail::cached_attention_into<Layer>(heads_out, q, cache, starts, *counts,
-                                             attention_scale<typename Layer::head_size_dim, T>);
+        const T scale = attention_scale<typename Layer::head_size_dim, T>;
+        if constexpr (detail::is_ring_kv_cache<Cache>) {
+            detail::ring_attention_into<Layer>(heads_out, q, k, v, cache, *counts, scale);
+        } else {
+            cache.append(k, v, counts);
+            detail::cached_attention_into<Layer>(heads_out, q, cache, starts, *counts, scale);
+        }
     });
     detail::zero_padding(out, *counts);
     return out;
@@ -178,6 +220,73 @@ void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const
         attend_heads<Layer>(slice<Tq>(row_out, 0, counts[b]), slice<Tq>(row_queries, 0, counts[b]),
                             slice<S>(row_keys, 0, seen), slice<S>(row_values, 0, seen), scale);
     }
+}
+
+template <class Layer, class Out, class Q, class K, class V, class Cache>
+void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cache& cache,
+                         const typename Cache::lengths_type& counts, typename Cache::value_type scale) {
+    using T = typename Cache::value_type;
+    using B = typename Cache::batch_dim;
+    using S = typename Cache::length_dim;
+    using Tq = dim_at<rank_of<Q> - 2, dims_of<Q>>;
+    constexpr std::size_t ring = Cache::capacity;
+    const std::size_t n = q.extents()[rank_of<Q> - 2];
+    if (n == 1) {
+        // A step: once its key is in, a row's ring holds exactly the positions its one query
+        // sees, the last W, so attention reads the slots in place, in whatever order they lie.
+        cache.append(k, v, counts);
+        const auto held = cache.held();
+        const auto keys = cache.keys();
+        const auto values = cache.values();
+        const bool even = std::all_of(held.begin(), held.end(), [&](std::size_t h) { return h == held[0]; }) &&
+                          std::all_of(counts.begin(), counts.end(), [](std::size_t c) { return c == 1; });
+        if (even) {
+            attend_heads<Layer>(out, q, keys, values, scale);
+            return;
+        }
+        for (std::size_t b = 0; b < B::extent; ++b) {
+            if (counts[b] == 0) continue;
+            const auto row_keys = select<B>(keys, b);
+            const auto row_values = select<B>(values, b);
+            attend_heads<Layer>(select<B>(out, b), select<B>(q, b), slice<S>(row_keys, 0, held[b]),
+                                slice<S>(row_values, 0, held[b]), scale);
+        }
+        return;
+    }
+    // A chunk: its first query sees up to W - 1 held positions, which its own append may
+    // overwrite. So, per row: those positions and the chunk's own gathered in position order (a
+    // copy of at most W - 1 + n rows), attended with the window, and only then the append. The
+    // append's checks come first, before counts say how much of k and v to read.
+    detail::check_new_positions("nn::RingKVCache", typename Cache::dims_type{}, k, v, counts);
+    const auto keys = cache.keys();
+    const auto values = cache.values();
+    for (std::size_t b = 0; b < B::extent; ++b) {
+        const std::size_t count = counts[b];
+        if (count == 0) continue;
+        const std::size_t start = cache.lengths()[b], older = std::min(start, ring - 1);
+        const auto runs = cache.slots_from(b, start - older);
+        const auto gather = [&](const auto& held, const auto& fresh) {
+            using row_dims = dims_of<decltype(held)>;
+            auto extents = held.extents();
+            extents[row_dims::rank - 2] = older + count;
+            tensor_for<T, row_dims> run{typename tensor_for<T, row_dims>::shape_type(extents)};
+            std::size_t at = 0;
+            for (const auto slots : runs) {
+                if (slots.begin == slots.end) continue;
+                slice<S>(run, at, at + (slots.end - slots.begin)) = slice<S>(held, slots.begin, slots.end);
+                at += slots.end - slots.begin;
+            }
+            const view_for<const T, row_dims> fresh_positions(fresh.data(), fresh.extents(), fresh.strides());
+            slice<S>(run, older, older + count) = slice<S>(fresh_positions, 0, count);
+            return run;
+        };
+        const auto row_keys = gather(select<B>(keys, b), select<B>(k, b));
+        const auto row_values = gather(select<B>(values, b), select<B>(v, b));
+        const auto row_queries = select<B>(q, b);
+        const auto row_out = select<B>(out, b);
+        attend_heads<Layer>(slice<Tq>(row_out, 0, count), slice<Tq>(row_queries, 0, count), row_keys, row_values, scale);
+    }
+    cache.append(k, v, counts);
 }
 
 template <class Out, std::size_t Batch>

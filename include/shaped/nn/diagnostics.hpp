@@ -57,6 +57,17 @@ struct attention_cache_batch : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_BATCH);
 };
 
+#define SHAPED_RULE_ATTENTION_CACHE_WINDOW                                                          \
+    "a layer with a sliding window of W decodes with a RingKVCache whose capacity is W, " \
+    "a layer without one with a KVCache"
+template <class... Shown>
+struct attention_cache_window : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_WINDOW);
+};
+
+// Asserted in GroupedQueryAttention's class, with the window type in the condition.
+#define SHAPED_RULE_LAYER_WINDOW "a layer's Window is shaped::window<W> (a sliding window of W) or nn::no_window"
+
 // A module's members (module.hpp), asserted where a module is visited, counted or summarised,
 // with the first member that is none of these in the condition: its name, then its type.
 #define SHAPED_RULE_MODULE_MEMBER \

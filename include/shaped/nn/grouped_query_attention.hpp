@@ -1,5 +1,6 @@
 #pragma once
-// nn::GroupedQueryAttention<C, NH, NKV, HS, Position, T>: Llama's attention. NH query heads of
+// nn::GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>: Llama's attention, and with a
+// sliding window Mistral's. NH query heads of
 // size HS share NKV key/value heads, NH / NKV query heads to a group (Ainslie et al.); NKV = NH
 // is multi-head attention, NKV = 1 multi-query attention. NH must be a multiple of NKV, checked
 // by the compiler with both dims in the diagnostic.
@@ -12,8 +13,14 @@
 // one routine of nn/causal_self_attention.hpp. Its cache holds the NKV key/value heads,
 // (B, NKV, S, HS): NH / NKV times smaller than a cache of every query head's, and attention reads
 // each group's keys and values there, in place, never repeated in memory.
+//
+// Window is nn::no_window, or shaped::window<W> for a sliding window of W positions (Mistral's):
+// each query sees its own position and the W - 1 before it, in the full forward as in decoding.
+// Such a layer decodes with a ring of W positions, RingKVCache (B, NKV, W, HS), which goes on
+// past W positions; its cache_type<B, S> is that ring, whatever S's extent (only its name stays).
 
 #include <shaped/nn/attention.hpp>
+#include <shaped/nn/ring_kv_cache.hpp>
 #include <shaped/nn/rotary.hpp>
 
 #include <optional>
@@ -22,7 +29,8 @@
 
 namespace shaped::nn {
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position = no_position_encoding, class T = float>
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position = no_position_encoding, class T = float,
+          class Window = no_window>
 class GroupedQueryAttention;
 
 namespace detail {
@@ -30,13 +38,29 @@ namespace detail {
 template <Dim NH, Dim NKV>
 inline constexpr bool query_heads_group = NKV::extent > 0 && NH::extent % NKV::extent == 0;
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T>
-inline constexpr bool layer_keeps_rules<GroupedQueryAttention<C, NH, NKV, HS, Position, T>> = query_heads_group<NH, NKV>;
+template <class Window>
+inline constexpr bool window_or_none = is_window<Window> || std::is_same_v<Window, no_window>;
+
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window>
+inline constexpr bool layer_keeps_rules<GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>> =
+    query_heads_group<NH, NKV> && window_or_none<Window>;
+
+// The cache a grouped-query layer decodes with: (B, NKV, S, HS), or with a window of W a ring of
+// W positions named as S.
+template <class Window, class T, StaticDim B, StaticDim NKV, StaticDim S, StaticDim HS>
+struct grouped_query_cache {
+    using type = KVCache<T, B, NKV, S, HS>;
+};
+template <std::size_t W, class T, StaticDim B, StaticDim NKV, StaticDim S, StaticDim HS>
+struct grouped_query_cache<window<W>, T, B, NKV, S, HS> {
+    using type = RingKVCache<T, B, NKV, dim<S::name, W>, HS>;
+};
 }  // namespace detail
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T>
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window>
 class GroupedQueryAttention {
     static_assert(detail::query_heads_group<NH, NKV>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_QUERY_GROUPS);
+    static_assert(detail::window_or_none<Window>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_LAYER_WINDOW);
 
 public:
     using value_type = T;
@@ -45,14 +69,16 @@ public:
     using kv_heads_dim = NKV;
     using head_size_dim = HS;
     using position_type = Position;
+    using window_type = Window;
     // The query heads a key/value head serves.
     using group_dim = dim<"G", NH::extent / (NKV::extent ? NKV::extent : 1)>;
     // The queries of all heads side by side, and the keys' or the values'.
     using queries_dim = dim<"Q", NH::extent * HS::extent>;
     using kv_dim = dim<"KV", NKV::extent * HS::extent>;
-    // The cache this layer decodes with: keys and values (B, NKV, S, HS).
+    // The cache this layer decodes with: keys and values (B, NKV, S, HS), or with a window of W
+    // a RingKVCache (B, NKV, W, HS), its time dim named as S.
     template <StaticDim B, StaticDim S>
-    using cache_type = KVCache<T, B, NKV, S, HS>;
+    using cache_type = typename detail::grouped_query_cache<Window, T, B, NKV, S, HS>::type;
 
     // Parameters zero-filled, to be loaded.
     GroupedQueryAttention() = default;

@@ -60,6 +60,38 @@ template <class CacheDims, class K, class V>
 using append_misfit_t =
     std::conditional_t<!append_fits<CacheDims, dims_of<K>>, diag::cache_append_dims<CacheDims, dims_of<K>>,
                        std::conditional_t<!append_fits<CacheDims, dims_of<V>>, diag::cache_append_dims<CacheDims, dims_of<V>>, void>>;
+
+// The run-time half of an append's checks of new keys and values, for the cache `who` of dims
+// Ds...: the extents the types leave open, and no batch row taking more than the new positions.
+template <class K, class V, Dim... Ds, std::size_t Batch>
+void check_new_positions(std::string_view who, dims<Ds...>, const K& k, const V& v,
+                         const std::array<std::size_t, Batch>& counts) {
+    constexpr std::size_t rank = sizeof...(Ds);
+    constexpr std::array<std::string_view, rank> names{Ds::name.view()...};
+    constexpr std::array<std::size_t, rank> extents{Ds::extent...};
+    const std::string op = std::string(who) + "::append";
+    const auto keys = k.extents();
+    const auto values = v.extents();
+    for (std::size_t i = 0; i < rank; ++i) {
+        if (i == rank - 2) continue;
+        if (keys[i] != extents[i])
+            shaped::detail::throw_dims_do_not_meet(op, SHAPED_RULE_CACHE_APPEND_DIMS, "cache", names[i], extents[i],
+                                                   "new keys'", names[i], keys[i]);
+        if (values[i] != extents[i])
+            shaped::detail::throw_dims_do_not_meet(op, SHAPED_RULE_CACHE_APPEND_DIMS, "cache", names[i], extents[i],
+                                                   "new values'", names[i], values[i]);
+    }
+    const std::size_t n = keys[rank - 2];
+    if (values[rank - 2] != n)
+        shaped::detail::throw_dims_do_not_meet(op, "the new keys and values hold different numbers of positions", "keys",
+                                               dim_at<rank - 2, dims_of<K>>::name.view(), n, "values",
+                                               dim_at<rank - 2, dims_of<V>>::name.view(), values[rank - 2]);
+    for (std::size_t b = 0; b < Batch; ++b) {
+        if (counts[b] > n)
+            throw shape_error("shaped::" + op + ": batch row " + std::to_string(b) + " takes " +
+                              std::to_string(counts[b]) + " of " + std::to_string(n) + " new positions");
+    }
+}
 }  // namespace detail
 
 // Any other dims stop the compile here, with the dims in the diagnostic's condition. The rejected
@@ -150,30 +182,7 @@ private:
     // The run-time half of append's checks: extents the types leave open, and the capacity.
     template <class K, class V>
     void check_new(const K& k, const V& v, const lengths_type& counts) const {
-        constexpr std::array<std::string_view, rank> names{Ds::name.view()...};
-        constexpr std::array<std::size_t, rank> extents{Ds::extent...};
-        const auto keys = k.extents();
-        const auto values = v.extents();
-        for (std::size_t i = 0; i < rank; ++i) {
-            if (i == rank - 2) continue;
-            if (keys[i] != extents[i])
-                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", SHAPED_RULE_CACHE_APPEND_DIMS, "cache",
-                                                       names[i], extents[i], "new keys'", names[i], keys[i]);
-            if (values[i] != extents[i])
-                shaped::detail::throw_dims_do_not_meet("nn::KVCache::append", SHAPED_RULE_CACHE_APPEND_DIMS, "cache",
-                                                       names[i], extents[i], "new values'", names[i], values[i]);
-        }
-        const std::size_t n = keys[rank - 2];
-        if (values[rank - 2] != n)
-            shaped::detail::throw_dims_do_not_meet(
-                "nn::KVCache::append", "the new keys and values hold different numbers of positions", "keys",
-                dim_at<rank - 2, dims_of<K>>::name.view(), n, "values", dim_at<rank - 2, dims_of<V>>::name.view(),
-                values[rank - 2]);
-        for (std::size_t b = 0; b < batch; ++b) {
-            if (counts[b] > n)
-                throw shape_error("shaped::nn::KVCache::append: batch row " + std::to_string(b) + " takes " +
-                                  std::to_string(counts[b]) + " of " + std::to_string(n) + " new positions");
-        }
+        detail::check_new_positions("nn::KVCache", dims_type{}, k, v, counts);
         check_room(counts);
     }
 

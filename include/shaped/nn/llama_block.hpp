@@ -1,13 +1,14 @@
 #pragma once
-// nn::LlamaBlock<C, NH, NKV, HS, Hidden, Position, T>: one decoder layer of the Llama family
-// (Meta's TransformerBlock), pre-norm with RMSNorm:
+// nn::LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window>: one decoder layer of the Llama
+// family (Meta's TransformerBlock), pre-norm with RMSNorm:
 //
 //   x = x + attention(attention_norm(x))     grouped-query attention, positions encoded in it
 //   x = x + feed_forward(ffn_norm(x))        SwiGLU, each position on its own
 //
 // Like nn::Block it runs two ways, block(x) the full causal forward and block(x, cache, counts)
 // decoding with its attention's KV cache (cache_type, NKV heads); both give the same numbers for
-// the same positions. The output is one buffer: attention's result becomes it, x is added in
+// the same positions. With Window a shaped::window<W>, its attention has that sliding window
+// (Mistral's layer), and its cache is a RingKVCache. The output is one buffer: attention's result becomes it, x is added in
 // place, and the feed-forward's last GEMM accumulates onto it.
 
 #include <shaped/nn/grouped_query_attention.hpp>
@@ -20,15 +21,16 @@
 namespace shaped::nn {
 
 template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden,
-          class Position = no_position_encoding, class T = float>
+          class Position = no_position_encoding, class T = float, class Window = no_window>
 class LlamaBlock;
 
 namespace detail {
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T>
-inline constexpr bool layer_keeps_rules<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T>> = query_heads_group<NH, NKV>;
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window>
+inline constexpr bool layer_keeps_rules<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window>> =
+    query_heads_group<NH, NKV> && window_or_none<Window>;
 }  // namespace detail
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T>
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window>
 class LlamaBlock {
 public:
     using value_type = T;
@@ -36,9 +38,11 @@ public:
     using heads_dim = NH;
     using kv_heads_dim = NKV;
     using head_size_dim = HS;
-    using attention_type = GroupedQueryAttention<C, NH, NKV, HS, Position, T>;
+    using window_type = Window;
+    using attention_type = GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>;
     using feed_forward_type = SwiGLU<C, Hidden, T>;
-    // The cache this block decodes with, its attention's: keys and values (B, NKV, S, HS).
+    // The cache this block decodes with, its attention's: keys and values (B, NKV, S, HS), or
+    // with a window a RingKVCache.
     template <StaticDim B, StaticDim S>
     using cache_type = typename attention_type::template cache_type<B, S>;
 
