@@ -21,11 +21,11 @@
 #include <shaped/expr/expression.hpp>
 #include <shaped/nn/diagnostics.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <span>
 #include <type_traits>
-#include <vector>
 
 namespace shaped::nn {
 
@@ -54,7 +54,8 @@ struct rotary_encoding {
     void operator()(const Q& q, const K& k, std::span<const std::size_t> starts) const {
         using T = value_type_of<Q>;
         const std::size_t batch = q.extents()[0], positions = q.extents()[2];
-        std::vector<T> cos(R / 2), sin(R / 2);
+        // On the stack: the rotation runs in every attention call of a decoding step.
+        std::array<T, R / 2> cos{}, sin{};
         for (std::size_t b = 0; b < batch; ++b)
             for (std::size_t t = 0; t < positions; ++t) {
                 angles(starts[b] + t, std::span<T>(cos), std::span<T>(sin));
@@ -79,7 +80,8 @@ struct rotary_encoding {
 private:
     // Every head of x at (b, t), through x's strides.
     template <class X, class T>
-    static void rotate(const X& x, std::size_t b, std::size_t t, const std::vector<T>& cos, const std::vector<T>& sin) {
+    static void rotate(const X& x, std::size_t b, std::size_t t, const std::array<T, R / 2>& cos,
+                       const std::array<T, R / 2>& sin) {
         const auto strides = x.strides();
         const std::size_t heads = x.extents()[1];
         const std::ptrdiff_t step = strides[3];
