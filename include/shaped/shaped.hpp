@@ -23,3 +23,4 @@
 #include <shaped/io.hpp>
 #include <shaped/text.hpp>
 #include <shaped/models.hpp>
+#include <shaped/train.hpp>

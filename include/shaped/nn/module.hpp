@@ -187,24 +187,26 @@ inline void extend(std::string& path, std::string_view part) {
     path += part;
 }
 
-// Visits x, named `path`: a parameter is f's; a stack's modules and a module's members are
-// visited in order, each named path.<index> or path.<member>.
-template <class P, class F>
-void visit(std::string& path, P& x, F& f) {
+// Visits x, named `path`, and alongside it each of `others`, modules of x's type (a model and
+// its gradients): a parameter is f's, f(name, parameter, the others' same parameter...); a
+// stack's modules and a module's members are visited in order, each named path.<index> or
+// path.<member>.
+template <class P, class F, class... Others>
+void visit(std::string& path, F& f, P& x, Others&... others) {
     using Plain = std::remove_const_t<P>;
     const std::size_t mark = path.size();
     if constexpr (is_parameter<Plain>) {
-        f(std::string_view(path), x);
+        f(std::string_view(path), x, others...);
     } else if constexpr (is_stack<Plain>) {
         for (std::size_t i = 0; i < Plain::size(); ++i) {
             extend(path, std::to_string(i));
-            visit(path, x[i], f);
+            visit(path, f, x[i], others[i]...);
             path.resize(mark);
         }
     } else if constexpr (Module<Plain>) {
         boost::hana::for_each(boost::hana::accessors<Plain>(), [&](auto pair) {
             extend(path, boost::hana::to<const char*>(boost::hana::first(pair)));
-            visit(path, boost::hana::second(pair)(x), f);
+            visit(path, f, boost::hana::second(pair)(x), boost::hana::second(pair)(others)...);
             path.resize(mark);
         });
     }
@@ -286,7 +288,7 @@ void for_each_parameter(M& module, F&& f) {
     static_assert(detail::is_module_member<detail::first_misfit_t<std::remove_const_t<M>>>,
                   "shaped::nn::Module: " SHAPED_RULE_MODULE_MEMBER);
     std::string path;
-    detail::visit(path, module, f);
+    detail::visit(path, f, module);
 }
 
 template <class M>

@@ -1,0 +1,16 @@
+#pragma once
+// The checks of training's rules, in the vocabulary of core/diagnostics.hpp.
+
+#include <shaped/nn/diagnostics.hpp>
+
+namespace shaped::diag {
+
+// Gradients pair with parameters by type: the gradients given (train::gradients<M> or a
+// gradient_ref<M>) must be of the very module type they update or are visited with.
+#define SHAPED_RULE_GRADIENTS_OF_MODULE "the gradients are of another module's type than the parameters'"
+template <class... Shown>
+struct gradients_of_module : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::train: " SHAPED_RULE_GRADIENTS_OF_MODULE);
+};
+
+}  // namespace shaped::diag
