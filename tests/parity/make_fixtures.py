@@ -469,15 +469,23 @@ def compute_stories260k():
     return {"stories260k_logits": logits}, {"stories260k_greedy": ids}, summary
 
 
+def llama_layer_shapes(config):
+    """The shapes of a layer's matrices, by model.py's name without "layers.N." and ".weight", in
+    the order the random Llamas here draw them."""
+    dim, hidden = config["dim"], config["hidden_dim"]
+    kv_dim = dim // config["n_heads"] * config["n_kv_heads"]
+    return {"attention.wq": (dim, dim), "attention.wk": (kv_dim, dim), "attention.wv": (kv_dim, dim),
+            "attention.wo": (dim, dim), "feed_forward.w1": (hidden, dim),
+            "feed_forward.w2": (dim, hidden), "feed_forward.w3": (hidden, dim)}
+
+
 def compute_hf_llama():
     """A tiny Llama with grouped heads and random weights, in Hugging Face's layout and pairing:
     its tensors and config.json, ids and logits."""
     torch.manual_seed(HF_LLAMA_SEED)
     c = HF_LLAMA_CONFIG
-    dim, hidden, kv_dim = c["dim"], c["hidden_dim"], c["dim"] // c["n_heads"] * c["n_kv_heads"]
-    shapes = {"attention.wq": (dim, dim), "attention.wk": (kv_dim, dim), "attention.wv": (kv_dim, dim),
-              "attention.wo": (dim, dim), "feed_forward.w1": (hidden, dim),
-              "feed_forward.w2": (dim, hidden), "feed_forward.w3": (hidden, dim)}
+    dim, hidden = c["dim"], c["hidden_dim"]
+    shapes = llama_layer_shapes(c)
     w = {"tok_embeddings.weight": torch.randn(c["vocab_size"], dim)}
     for layer in range(c["n_layers"]):
         p = f"layers.{layer}."
@@ -548,13 +556,20 @@ def compute_block():
     return block.state_dict(), {"block_x": x, "block_y": block(x)}
 
 
+def perturb_biases_and_norms(model):
+    """Adds 0.3 * N(0, 1) to every bias and LayerNorm parameter of a GPT, in named_parameters()
+    order: nanoGPT's zeros and ones would not show a swapped name."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias") or p.dim() == 1:
+                p.add_(0.3 * torch.randn_like(p))
+
+
 def compute_gpt():
     """A small nanoGPT GPT's state_dict, ids and targets, and torch's logits and loss."""
     torch.manual_seed(GPT_SEED)
     model = GPT(**GPT_CONFIG).eval()
-    for name, p in model.named_parameters():
-        if name.endswith(".bias") or p.dim() == 1:
-            p.add_(0.3 * torch.randn_like(p))
+    perturb_biases_and_norms(model)
     idx = torch.randint(0, GPT_CONFIG["vocab_size"], (GPT_B, GPT_T))
     targets = torch.randint(0, GPT_CONFIG["vocab_size"], (GPT_B, GPT_T))
     targets[1, 3] = -1
@@ -567,9 +582,7 @@ def compute_hf_gpt2():
     continuation."""
     torch.manual_seed(HF_SEED)
     model = GPT(**HF_CONFIG, gelu="tanh").eval()
-    for name, p in model.named_parameters():
-        if name.endswith(".bias") or p.dim() == 1:
-            p.add_(0.3 * torch.randn_like(p))
+    perturb_biases_and_norms(model)
     idx = torch.randint(0, HF_CONFIG["vocab_size"], (HF_B, HF_T))
     logits, _ = model(idx)
     tokens = idx
