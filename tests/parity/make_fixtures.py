@@ -52,7 +52,8 @@ trains (configure_optimizers' two AdamW groups, get_lr, gradient accumulation wi
 micro-batch's loss divided by their number, clip_grad_norm_ before each step): the parameters
 before and after (named_parameters(), so the tied lm_head once, as transformer.wte.weight), the
 batches, each step's loss, lr and unclipped gradient norm, and step 0's gradients.
-train_gpt_f64/ is the same run in float64 from the same (widened) weights and batches.
+train_gpt_f64/ is the same run in float64 from the same (widened) weights and batches, which
+clip_and_step_by_hand (the optimizer written out, not torch.optim) must reproduce.
 train_llama/ is a tiny Llama (the Llama reference, llama2.c's names, an untied output.weight)
 drawn from torch.manual_seed(TRAIN_LLAMA_SEED): its weights, ids and targets, and one forward and
 backward of the mean cross-entropy by autograd (logits, loss, every weight's gradient). The
@@ -673,12 +674,32 @@ def markov_ids(length, vocab_size):
     return torch.tensor(ids)
 
 
-def train_gpt(initial, dtype, batches_idx, batches_targets):
+def clip_and_step_by_hand(params, moments, step, lr):
+    """clip_grad_norm_ and one AdamW step written out as the README states them, for a C++ reader
+    to follow: the clipping factor min(1, grad_clip / (norm + 1e-6)); then for each parameter
+    p *= 1 - lr * weight_decay (decayed if two or more dims), m = b1 m + (1 - b1) g,
+    v = b2 v + (1 - b2) g^2, p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
+    c = TRAIN_GPT
+    (beta1, beta2), t = c["betas"], step + 1
+    norm = math.sqrt(sum((p.grad ** 2).sum().item() for p in params.values()))
+    factor = min(1.0, c["grad_clip"] / (norm + 1e-6))
+    with torch.no_grad():
+        for name, p in params.items():
+            g, (m, v) = p.grad * factor, moments.setdefault(name, (torch.zeros_like(p), torch.zeros_like(p)))
+            p.mul_(1 - lr * (c["weight_decay"] if p.dim() >= 2 else 0.0))
+            m.mul_(beta1).add_((1 - beta1) * g)
+            v.mul_(beta2).add_((1 - beta2) * g * g)
+            p.sub_(lr / (1 - beta1 ** t) * m / (v.sqrt() / math.sqrt(1 - beta2 ** t) + c["eps"]))
+    return norm
+
+
+def train_gpt(initial, dtype, batches_idx, batches_targets, by_hand=False):
     """nanoGPT's training loop (train.py, without evaluation or checkpoints) on a GPT_CONFIG GPT
     started from `initial` (named_parameters()) in `dtype`: each step sets get_lr(step) on both
     groups, runs its micro-batches' forwards and backwards (each loss divided by their number),
-    clips the gradients' total norm to grad_clip, and steps AdamW. Returns each step's loss (the
-    mean of its micro-batches'), lr and unclipped norm, step 0's gradients, the final parameters."""
+    clips the gradients' total norm to grad_clip, and steps AdamW (torch's, or with `by_hand`
+    clip_and_step_by_hand). Returns each step's loss (the mean of its micro-batches'), lr and
+    unclipped norm, step 0's gradients, the final parameters."""
     c = TRAIN_GPT
     model = GPT(**GPT_CONFIG).to(dtype)
     with torch.no_grad():
@@ -686,7 +707,7 @@ def train_gpt(initial, dtype, batches_idx, batches_targets):
             p.copy_(initial[name])
     optimizer = configure_optimizers(model, c["weight_decay"], c["learning_rate"], c["betas"], c["eps"])
     schedule = {k: c[k] for k in ("learning_rate", "warmup_iters", "lr_decay_iters", "min_lr")}
-    losses, lrs, norms, gradients_step0 = [], [], [], None
+    losses, lrs, norms, gradients_step0, moments = [], [], [], None, {}
     with torch.enable_grad():
         for step in range(c["steps"]):
             lr = get_lr(step, **schedule)
@@ -699,8 +720,11 @@ def train_gpt(initial, dtype, batches_idx, batches_targets):
                 (loss / c["accumulation"]).backward()
             if step == 0:
                 gradients_step0 = {name: p.grad.detach().clone() for name, p in model.named_parameters()}
-            norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"]).item())
-            optimizer.step()
+            if by_hand:
+                norms.append(clip_and_step_by_hand(dict(model.named_parameters()), moments, step, lr))
+            else:
+                norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"]).item())
+                optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(sum(micro_losses) / len(micro_losses))
             lrs.append(lr)
@@ -749,6 +773,11 @@ def compute_train_gpt():
     gradient_difference = max((gradients[n].double() - gradients64[n]).abs().max().item() for n in gradients)
     assert gradient_difference <= 1e-5, gradient_difference
     final_difference = max((final[n].double() - final64[n]).abs().max().item() for n in final)
+    # The README's rules, written out, must be torch's: float64 leaves only the sums' order.
+    hand = single_threaded(lambda: train_gpt(initial, torch.float64, batches_idx, batches_targets, by_hand=True))
+    hand_differences = (np.abs(hand[0] - losses64).max(), np.abs(hand[2] - norms64).max(),
+                        max((hand[4][n] - final64[n]).abs().max().item() for n in final64))
+    assert max(hand_differences) <= 1e-11, hand_differences
     assert losses[-10:].mean() < losses[:5].mean() - 0.5, losses  # it learns
     metadata = {"format": "pt", "n_head": str(GPT_CONFIG["n_head"])}
     folders = {
@@ -773,7 +802,8 @@ def compute_train_gpt():
                "grad norm, first and last": (norms[0], norms[-1]),
                "steps clipped": int((norms > c["grad_clip"]).sum()),
                "float32 vs float64: losses, step 0 gradients, final parameters max |diff|":
-                   (loss_difference, gradient_difference, final_difference)}
+                   (loss_difference, gradient_difference, final_difference),
+               "float64 by hand vs torch.optim: losses, norms, final parameters max |diff|": hand_differences}
     return folders, summary
 
 
