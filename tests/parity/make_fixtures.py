@@ -43,6 +43,22 @@ to full recompute) and the logits each was chosen from as stories260k_greedy.npy
 stories260k_logits.npy. A tiny Llama with grouped heads in Hugging Face's layout and pairing is
 drawn from torch.manual_seed(HF_LLAMA_SEED): hf_llama/ (config.json, model.safetensors with
 LlamaForCausalLM's names), its ids and logits as hf_llama_idx.npy, hf_llama_logits.npy.
+
+The training fixtures are folders, each run with one torch thread so that a rerun is bitwise the
+same (which is asserted). train_gpt/ is GPT_CONFIG's GPT drawn from torch.manual_seed(
+TRAIN_GPT_SEED) and perturbed as gpt.safetensors' is, then a Markov-chain id sequence and the
+batches drawn from it, then trained TRAIN_GPT["steps"] steps in float32 as nanoGPT's train.py
+trains (configure_optimizers' two AdamW groups, get_lr, gradient accumulation with each
+micro-batch's loss divided by their number, clip_grad_norm_ before each step): the parameters
+before and after (named_parameters(), so the tied lm_head once, as transformer.wte.weight), the
+batches, each step's loss, lr and unclipped gradient norm, and step 0's gradients.
+train_gpt_f64/ is the same run in float64 from the same (widened) weights and batches, which
+clip_and_step_by_hand (the optimizer written out, not torch.optim) must reproduce.
+train_llama/ is a tiny Llama (the Llama reference, llama2.c's names, an untied output.weight)
+drawn from torch.manual_seed(TRAIN_LLAMA_SEED): its weights, ids and targets, and one forward and
+backward of the mean cross-entropy by autograd (logits, loss, every weight's gradient). The
+float32 gradients are asserted to agree with float64 ones, and those with central differences.
+`--only train_gpt train_gpt_f64 train_llama` writes just those folders.
 """
 
 import argparse
@@ -86,6 +102,16 @@ HF_LLAMA_SEED = 7373
 HF_LLAMA_CONFIG = dict(vocab_size=67, dim=24, hidden_dim=40, n_layers=2, n_heads=6, n_kv_heads=2,
                        seq_len=32)
 HF_LLAMA_B, HF_LLAMA_T = 2, 7
+# nanoGPT's train.py on GPT_CONFIG's model: its optimizer, lr schedule, gradient accumulation and
+# clipping, with these settings (learning_rate .. min_lr as get_lr's names).
+TRAIN_GPT_SEED = 8181
+TRAIN_GPT = dict(steps=50, accumulation=2, batch_size=4, data_length=2000, weight_decay=0.1,
+                 betas=(0.9, 0.95), eps=1e-8, grad_clip=1.0, learning_rate=1e-2, warmup_iters=5,
+                 lr_decay_iters=40, min_lr=1e-3)
+TRAIN_LLAMA_SEED = 9292
+TRAIN_LLAMA_CONFIG = dict(vocab_size=67, dim=24, hidden_dim=40, n_layers=2, n_heads=4, n_kv_heads=2,
+                          seq_len=16)
+TRAIN_LLAMA_B = 2
 
 
 def causal_attention(q, k, v, scale):
@@ -469,15 +495,23 @@ def compute_stories260k():
     return {"stories260k_logits": logits}, {"stories260k_greedy": ids}, summary
 
 
+def llama_layer_shapes(config):
+    """The shapes of a layer's matrices, by model.py's name without "layers.N." and ".weight", in
+    the order the random Llamas here draw them."""
+    dim, hidden = config["dim"], config["hidden_dim"]
+    kv_dim = dim // config["n_heads"] * config["n_kv_heads"]
+    return {"attention.wq": (dim, dim), "attention.wk": (kv_dim, dim), "attention.wv": (kv_dim, dim),
+            "attention.wo": (dim, dim), "feed_forward.w1": (hidden, dim),
+            "feed_forward.w2": (dim, hidden), "feed_forward.w3": (hidden, dim)}
+
+
 def compute_hf_llama():
     """A tiny Llama with grouped heads and random weights, in Hugging Face's layout and pairing:
     its tensors and config.json, ids and logits."""
     torch.manual_seed(HF_LLAMA_SEED)
     c = HF_LLAMA_CONFIG
-    dim, hidden, kv_dim = c["dim"], c["hidden_dim"], c["dim"] // c["n_heads"] * c["n_kv_heads"]
-    shapes = {"attention.wq": (dim, dim), "attention.wk": (kv_dim, dim), "attention.wv": (kv_dim, dim),
-              "attention.wo": (dim, dim), "feed_forward.w1": (hidden, dim),
-              "feed_forward.w2": (dim, hidden), "feed_forward.w3": (hidden, dim)}
+    dim, hidden = c["dim"], c["hidden_dim"]
+    shapes = llama_layer_shapes(c)
     w = {"tok_embeddings.weight": torch.randn(c["vocab_size"], dim)}
     for layer in range(c["n_layers"]):
         p = f"layers.{layer}."
@@ -548,13 +582,20 @@ def compute_block():
     return block.state_dict(), {"block_x": x, "block_y": block(x)}
 
 
+def perturb_biases_and_norms(model):
+    """Adds 0.3 * N(0, 1) to every bias and LayerNorm parameter of a GPT, in named_parameters()
+    order: nanoGPT's zeros and ones would not show a swapped name."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias") or p.dim() == 1:
+                p.add_(0.3 * torch.randn_like(p))
+
+
 def compute_gpt():
     """A small nanoGPT GPT's state_dict, ids and targets, and torch's logits and loss."""
     torch.manual_seed(GPT_SEED)
     model = GPT(**GPT_CONFIG).eval()
-    for name, p in model.named_parameters():
-        if name.endswith(".bias") or p.dim() == 1:
-            p.add_(0.3 * torch.randn_like(p))
+    perturb_biases_and_norms(model)
     idx = torch.randint(0, GPT_CONFIG["vocab_size"], (GPT_B, GPT_T))
     targets = torch.randint(0, GPT_CONFIG["vocab_size"], (GPT_B, GPT_T))
     targets[1, 3] = -1
@@ -567,9 +608,7 @@ def compute_hf_gpt2():
     continuation."""
     torch.manual_seed(HF_SEED)
     model = GPT(**HF_CONFIG, gelu="tanh").eval()
-    for name, p in model.named_parameters():
-        if name.endswith(".bias") or p.dim() == 1:
-            p.add_(0.3 * torch.randn_like(p))
+    perturb_biases_and_norms(model)
     idx = torch.randint(0, HF_CONFIG["vocab_size"], (HF_B, HF_T))
     logits, _ = model(idx)
     tokens = idx
@@ -599,6 +638,254 @@ def gpt2_124m_parameters():
     model = GPT(**GPT2_124M)
     lines = [" ".join([name] + [str(d) for d in p.shape]) for name, p in model.named_parameters()]
     return "\n".join(lines + [f"total {sum(p.numel() for p in model.parameters())}"]) + "\n"
+
+
+def get_lr(it, learning_rate, warmup_iters, lr_decay_iters, min_lr):
+    """nanoGPT's train.py get_lr: linear warmup, cosine decay to min_lr, then min_lr."""
+    if it < warmup_iters:
+        return learning_rate * (it + 1) / (warmup_iters + 1)
+    if it > lr_decay_iters:
+        return min_lr
+    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+    assert 0 <= decay_ratio <= 1
+    coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+    return min_lr + coeff * (learning_rate - min_lr)
+
+
+def configure_optimizers(model, weight_decay, learning_rate, betas, eps):
+    """nanoGPT's GPT.configure_optimizers on the CPU: AdamW over two groups, the parameters with
+    two or more dims decayed, the rest (biases, LayerNorms) not; the plain per-parameter loop."""
+    param_dict = {pn: p for pn, p in model.named_parameters() if p.requires_grad}
+    optim_groups = [
+        {"params": [p for p in param_dict.values() if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in param_dict.values() if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas, eps=eps, foreach=False)
+
+
+def markov_ids(length, vocab_size):
+    """A random id sequence from a random first-order Markov chain, each id's successors drawn
+    from softmax(8 N(0, 1)) (about 0.6 nats a step, against log(67) = 4.2 for uniform ids): random,
+    but with something that 50 steps of train.py's settings can learn."""
+    transitions = F.softmax(8.0 * torch.randn(vocab_size, vocab_size), dim=-1)
+    ids = [int(torch.randint(0, vocab_size, ()))]
+    for _ in range(length - 1):
+        ids.append(int(torch.multinomial(transitions[ids[-1]], 1)))
+    return torch.tensor(ids)
+
+
+def clip_and_step_by_hand(params, moments, step, lr):
+    """clip_grad_norm_ and one AdamW step written out as the README states them, for a C++ reader
+    to follow: the clipping factor min(1, grad_clip / (norm + 1e-6)); then for each parameter
+    p *= 1 - lr * weight_decay (decayed if two or more dims), m = b1 m + (1 - b1) g,
+    v = b2 v + (1 - b2) g^2, p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
+    c = TRAIN_GPT
+    (beta1, beta2), t = c["betas"], step + 1
+    norm = math.sqrt(sum((p.grad ** 2).sum().item() for p in params.values()))
+    factor = min(1.0, c["grad_clip"] / (norm + 1e-6))
+    with torch.no_grad():
+        for name, p in params.items():
+            g, (m, v) = p.grad * factor, moments.setdefault(name, (torch.zeros_like(p), torch.zeros_like(p)))
+            p.mul_(1 - lr * (c["weight_decay"] if p.dim() >= 2 else 0.0))
+            m.mul_(beta1).add_((1 - beta1) * g)
+            v.mul_(beta2).add_((1 - beta2) * g * g)
+            p.sub_(lr / (1 - beta1 ** t) * m / (v.sqrt() / math.sqrt(1 - beta2 ** t) + c["eps"]))
+    return norm
+
+
+def train_gpt(initial, dtype, batches_idx, batches_targets, by_hand=False):
+    """nanoGPT's training loop (train.py, without evaluation or checkpoints) on a GPT_CONFIG GPT
+    started from `initial` (named_parameters()) in `dtype`: each step sets get_lr(step) on both
+    groups, runs its micro-batches' forwards and backwards (each loss divided by their number),
+    clips the gradients' total norm to grad_clip, and steps AdamW (torch's, or with `by_hand`
+    clip_and_step_by_hand). Returns each step's loss (the mean of its micro-batches'), lr and
+    unclipped norm, step 0's gradients, the final parameters."""
+    c = TRAIN_GPT
+    model = GPT(**GPT_CONFIG).to(dtype)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(initial[name])
+    optimizer = configure_optimizers(model, c["weight_decay"], c["learning_rate"], c["betas"], c["eps"])
+    schedule = {k: c[k] for k in ("learning_rate", "warmup_iters", "lr_decay_iters", "min_lr")}
+    losses, lrs, norms, gradients_step0, moments = [], [], [], None, {}
+    with torch.enable_grad():
+        for step in range(c["steps"]):
+            lr = get_lr(step, **schedule)
+            for param_group in optimizer.param_groups:
+                param_group["lr"] = lr
+            micro_losses = []
+            for micro in range(c["accumulation"]):
+                _, loss = model(batches_idx[step, micro], batches_targets[step, micro])
+                micro_losses.append(loss.item())
+                (loss / c["accumulation"]).backward()
+            if step == 0:
+                gradients_step0 = {name: p.grad.detach().clone() for name, p in model.named_parameters()}
+            if by_hand:
+                norms.append(clip_and_step_by_hand(dict(model.named_parameters()), moments, step, lr))
+            else:
+                norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"]).item())
+                optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(sum(micro_losses) / len(micro_losses))
+            lrs.append(lr)
+    final = {name: p.detach().clone() for name, p in model.named_parameters()}
+    return np.array(losses), np.array(lrs), np.array(norms), gradients_step0, final
+
+
+def single_threaded(compute):
+    """compute() with one torch thread, so that every sum has one order and a rerun is bitwise
+    the same; the thread count is restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return compute()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def compute_train_gpt():
+    """nanoGPT's GPT trained TRAIN_GPT["steps"] steps as train.py trains it, in float32 and in
+    float64 from the same weights and batches: the folders train_gpt/ and train_gpt_f64/."""
+    c = TRAIN_GPT
+    torch.manual_seed(TRAIN_GPT_SEED)
+    model = GPT(**GPT_CONFIG)
+    perturb_biases_and_norms(model)
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    data = markov_ids(c["data_length"], GPT_CONFIG["vocab_size"])
+    # train.py's get_batch: batch_size random windows of block_size ids, the targets one later.
+    t = GPT_CONFIG["block_size"]
+    starts = torch.randint(len(data) - t, (c["steps"], c["accumulation"], c["batch_size"]))
+    window = starts[..., None] + torch.arange(t)
+    batches_idx, batches_targets = data[window], data[window + 1]
+
+    def run(dtype):  # twice, which must agree to the bit
+        first, again = (single_threaded(lambda: train_gpt(initial, dtype, batches_idx, batches_targets))
+                        for _ in range(2))
+        for a, b in zip(first, again):
+            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else all(torch.equal(a[n], b[n]) for n in a)
+        return first
+
+    losses, lrs, norms, gradients, final = run(torch.float32)
+    losses64, lrs64, norms64, gradients64, final64 = run(torch.float64)
+    assert np.array_equal(lrs, lrs64)
+    loss_difference = np.abs(losses - losses64).max()
+    assert loss_difference <= 1e-4, loss_difference
+    gradient_difference = max((gradients[n].double() - gradients64[n]).abs().max().item() for n in gradients)
+    assert gradient_difference <= 1e-5, gradient_difference
+    final_difference = max((final[n].double() - final64[n]).abs().max().item() for n in final)
+    # The README's rules, written out, must be torch's: float64 leaves only the sums' order.
+    hand = single_threaded(lambda: train_gpt(initial, torch.float64, batches_idx, batches_targets, by_hand=True))
+    hand_differences = (np.abs(hand[0] - losses64).max(), np.abs(hand[2] - norms64).max(),
+                        max((hand[4][n] - final64[n]).abs().max().item() for n in final64))
+    assert max(hand_differences) <= 1e-11, hand_differences
+    assert losses[-10:].mean() < losses[:5].mean() - 0.5, losses  # it learns
+    metadata = {"format": "pt", "n_head": str(GPT_CONFIG["n_head"])}
+    folders = {
+        "train_gpt": {
+            "initial.safetensors": (initial, metadata),
+            "batches_idx.npy": batches_idx.numpy().astype(np.int64),
+            "batches_targets.npy": batches_targets.numpy().astype(np.int64),
+            "losses.npy": losses, "lrs.npy": lrs, "grad_norms.npy": norms,
+            "gradients_step0.safetensors": (gradients, metadata),
+            "final.safetensors": (final, metadata),
+        },
+        "train_gpt_f64": {
+            "losses.npy": losses64, "grad_norms.npy": norms64,
+            "gradients_step0.safetensors": (gradients64, metadata),
+            "final.safetensors": (final64, metadata),
+        },
+    }
+    summary = {"parameters": sum(p.numel() for p in initial.values()),
+               "loss, first and last (float32)": (losses[0], losses[-1]),
+               "loss, first and last (float64)": (losses64[0], losses64[-1]),
+               "lr, first, at warmup's end, last": (lrs[0], lrs[c["warmup_iters"]], lrs[-1]),
+               "grad norm, first and last": (norms[0], norms[-1]),
+               "steps clipped": int((norms > c["grad_clip"]).sum()),
+               "float32 vs float64: losses, step 0 gradients, final parameters max |diff|":
+                   (loss_difference, gradient_difference, final_difference),
+               "float64 by hand vs torch.optim: losses, norms, final parameters max |diff|": hand_differences}
+    return folders, summary
+
+
+def compute_train_llama():
+    """A tiny Llama's one forward and backward (mean cross-entropy, autograd on leaf weights):
+    the folder train_llama/. The float32 gradients are checked against a float64 backward, and
+    the float64 one against central differences at each weight's largest gradient."""
+    torch.manual_seed(TRAIN_LLAMA_SEED)
+    c = TRAIN_LLAMA_CONFIG
+    dim, vocab = c["dim"], c["vocab_size"]
+    w = {"tok_embeddings.weight": 0.02 * torch.randn(vocab, dim)}
+    for layer in range(c["n_layers"]):
+        p = f"layers.{layer}."
+        w[p + "attention_norm.weight"] = 1 + 0.5 * torch.randn(dim)  # around 1, as hf_llama's
+        for name, shape in llama_layer_shapes(c).items():
+            w[p + name + ".weight"] = 0.02 * torch.randn(shape)
+        w[p + "ffn_norm.weight"] = 1 + 0.5 * torch.randn(dim)
+    w["norm.weight"] = 1 + 0.5 * torch.randn(dim)
+    w["output.weight"] = 0.02 * torch.randn(vocab, dim)  # untied
+    ids = torch.randint(0, vocab, (TRAIN_LLAMA_B, c["seq_len"] + 1))
+    idx, targets = ids[:, :-1], ids[:, 1:]  # targets: the next ids
+
+    def loss_of(weights):
+        logits = llama_forward(weights, c, idx)
+        return logits, F.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1))
+
+    def backward(dtype):
+        leaves = {name: t.to(dtype, copy=True).requires_grad_() for name, t in w.items()}
+        with torch.enable_grad():
+            logits, loss = loss_of(leaves)
+            loss.backward()
+        return logits.detach(), loss.detach(), {name: t.grad for name, t in leaves.items()}
+
+    logits, loss, gradients = single_threaded(lambda: backward(torch.float32))
+    _, loss64, gradients64 = single_threaded(lambda: backward(torch.float64))
+    assert abs(loss.item() - loss64.item()) <= 1e-5
+    scale = max(g.abs().max().item() for g in gradients64.values())
+    gradient_difference = max((gradients[n].double() - gradients64[n]).abs().max().item() for n in w)
+    assert gradient_difference <= 1e-4 * scale, (gradient_difference, scale)
+    h, fd_difference = 1e-6, 0.0
+    for name, g in gradients64.items():
+        at = int(g.abs().argmax())
+        moved = []
+        for sign in (1, -1):
+            weights = {n: t.double() for n, t in w.items()}
+            weights[name] = weights[name].clone()
+            weights[name].view(-1)[at] += sign * h
+            moved.append(loss_of(weights)[1].item())
+        fd = (moved[0] - moved[1]) / (2 * h)
+        fd_difference = max(fd_difference, abs(fd - g.view(-1)[at].item()))
+    assert fd_difference <= 1e-7, fd_difference
+    kind_of = lambda name: name.split(".", 2)[2] if name.startswith("layers.") else name  # no "layers.N."
+    folders = {"train_llama": {
+        "initial.safetensors": (w, {"format": "pt"}),
+        "idx.npy": idx.numpy().astype(np.int64), "targets.npy": targets.numpy().astype(np.int64),
+        "logits.npy": logits.numpy().astype(np.float32),
+        "loss.npy": np.array(loss.item(), dtype=np.float64),
+        "gradients.safetensors": (gradients, {"format": "pt"}),
+    }}
+    summary = {"loss (float32, float64)": (loss.item(), loss64.item()),
+               "largest |gradient| by kind": {
+                   kind: max(g.abs().max().item() for n, g in gradients.items() if kind_of(n) == kind)
+                   for kind in dict.fromkeys(map(kind_of, w))},
+               "float32 vs float64 gradients max |diff|": gradient_difference,
+               "float64 vs central differences max |diff|": fd_difference}
+    return folders, summary
+
+
+def write_folder(folder, files):
+    """Writes one fixture folder: .npy files from numpy arrays, .safetensors files from
+    (tensors, metadata)."""
+    (FIXTURES / folder).mkdir(exist_ok=True)
+    for filename, content in files.items():
+        path = FIXTURES / folder / filename
+        if filename.endswith(".safetensors"):
+            tensors, metadata = content
+            save_safetensors(path, tensors, metadata)
+            dtypes = sorted({SAFETENSORS_DTYPES[t.dtype] for t in tensors.values()})
+            print(f"  {folder}/{filename:28} {len(tensors)} tensors, {'/'.join(dtypes)}")
+        else:
+            np.save(path, content)
+            print(f"  {folder}/{filename:28} {str(content.shape):15} {content.dtype}")
 
 
 def compute():
@@ -645,7 +932,7 @@ def compute():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME",
-                        help="write only these fixture files (e.g. mha_x.npy mha.safetensors)")
+                        help="write only these fixture files or folders (e.g. mha_x.npy hf_gpt2 train_gpt)")
     args = parser.parse_args()
 
     def wanted(filename):
@@ -708,6 +995,17 @@ def main():
     if wanted("gpt2_124m_parameters.txt"):
         (FIXTURES / "gpt2_124m_parameters.txt").write_text(gpt2_124m_parameters())
         print("  gpt2_124m_parameters.txt")
+    training = {}  # model -> ({folder: {file: content}}, summary)
+    if wanted("train_gpt") or wanted("train_gpt_f64"):
+        training["GPT"] = compute_train_gpt()
+    if wanted("train_llama"):
+        training["Llama"] = compute_train_llama()
+    for model, (folders, summary) in training.items():
+        for folder, files in folders.items():
+            if wanted(folder):
+                write_folder(folder, files)
+        for key, value in summary.items():
+            print(f"  training {model}: {key}: {value}")
     if args.only is not None:
         return
     torch.set_printoptions(precision=4)
