@@ -1,0 +1,105 @@
+// Training against PyTorch: nanoGPT's GPT trained 50 steps by torch 1.13 (tests/parity/
+// make_fixtures.py's train_gpt and train_gpt_f64: AdamW with nanoGPT's weight-decay groups,
+// its warmup and cosine schedule, clipping at norm 1, two micro-batches a step) and by shaped
+// from the same initial weights on the same batches. Every step's loss, learning rate and
+// gradient norm, step 0's gradients and the final parameters must agree.
+#include <shaped/shaped.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Config = shaped::models::gpt_config<67, 16, 2, 3, 24>;
+using B = shaped::dim<"B", 4>;
+using T = shaped::dim<"T", 16>;
+using Steps = shaped::dim<"S", 50>;
+using Micro = shaped::dim<"M", 2>;
+using Batches = shaped::Tensor<std::int64_t, Steps, Micro, B, T>;
+using Values = shaped::Tensor<double, Steps>;
+
+std::string fixture(const std::string& name) { return std::string(SHAPED_FIXTURE_DIR) + "/" + name; }
+
+// Step s's micro-batch m.
+shaped::train::batch_ids<B, T> micro_batch(const Batches& all, std::size_t s, std::size_t m) {
+    shaped::train::batch_ids<B, T> ids;
+    const std::size_t n = ids.size();
+    std::copy_n(all.data() + (s * Micro::extent + m) * n, n, ids.data());
+    return ids;
+}
+
+// The float32 initial weights, as Real.
+template <class Real>
+std::unique_ptr<shaped::models::GPT<Config, Real>> initial_model() {
+    const auto stored = shaped::models::load_gpt<Config>(fixture("train_gpt/initial.safetensors"));
+    std::vector<double> values;
+    shaped::nn::for_each_parameter(*stored, [&](std::string_view, auto& p) { values.insert(values.end(), p.data(), p.data() + p.size()); });
+    auto model = std::make_unique<shaped::models::GPT<Config, Real>>();
+    std::size_t next = 0;
+    shaped::nn::for_each_parameter(*model, [&](std::string_view, auto& p) {
+        for (Real& v : p.elements()) v = static_cast<Real>(values[next++]);
+    });
+    return model;
+}
+
+// Every element of every tensor of `actual` within tolerance of `expected`'s, named on failure.
+template <class M, class G>
+void require_close(M& expected, const G& actual, double tolerance) {
+    shaped::train::for_each_gradient(expected, actual, [&](std::string_view name, auto& e, auto& a) {
+        for (std::size_t i = 0; i < e.size(); ++i) {
+            INFO(name << "[" << i << "]");
+            REQUIRE(static_cast<double>(a.data()[i]) == Approx(static_cast<double>(e.data()[i])).margin(tolerance));
+        }
+    });
+}
+
+template <class Real>
+void train_as_torch(const std::string& folder, double loss_tolerance, double gradient_tolerance, double parameter_tolerance) {
+    using Model = shaped::models::GPT<Config, Real>;
+    auto model = initial_model<Real>();
+    const auto idx = shaped::io::load_npy<std::int64_t, Steps, Micro, B, T>(fixture("train_gpt/batches_idx.npy"));
+    const auto targets = shaped::io::load_npy<std::int64_t, Steps, Micro, B, T>(fixture("train_gpt/batches_targets.npy"));
+    const auto losses = shaped::io::load_npy<double, Steps>(fixture(folder + "/losses.npy"));
+    const auto norms = shaped::io::load_npy<double, Steps>(fixture(folder + "/grad_norms.npy"));
+    const auto lrs = shaped::io::load_npy<double, Steps>(fixture("train_gpt/lrs.npy"));
+
+    const shaped::train::warmup_cosine schedule{.lr = 1e-2, .min_lr = 1e-3, .warmup_steps = 5, .decay_steps = 40};
+    shaped::train::AdamW<Model> opt({.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1});
+    shaped::train::gradients<Model> grads;
+    auto buffers = std::make_unique<shaped::train::step_buffers<Model, B, T>>();
+    for (std::size_t s = 0; s < Steps::extent; ++s) {
+        shaped::train::zero(grads);
+        double loss = 0;
+        for (std::size_t m = 0; m < Micro::extent; ++m)
+            loss += shaped::train::forward_backward(*model, grads, micro_batch(idx, s, m), micro_batch(targets, s, m),
+                                                    *buffers, 1.0 / Micro::extent) / Micro::extent;
+        INFO("step " << s);
+        REQUIRE(loss == Approx(losses(s)).epsilon(loss_tolerance));
+        if (s == 0) {
+            const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/gradients_step0.safetensors"));
+            require_close(*expected, grads, gradient_tolerance);
+        }
+        REQUIRE(shaped::train::clip_grad_norm(grads, 1.0) == Approx(norms(s)).epsilon(loss_tolerance));
+        REQUIRE(schedule(s) == Approx(lrs(s)).epsilon(1e-15));
+        opt.step(*model, grads, schedule(s));
+    }
+    const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/final.safetensors"));
+    // The trained parameters walked beside the expected ones, as gradients are.
+    require_close(*expected, shaped::train::gradient_ref<Model>(*model), parameter_tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[parity][train]") {
+    train_as_torch<float>("train_gpt", 1e-4, 1e-6, 1e-4);
+}
+
+TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float64", "[parity][train]") {
+    train_as_torch<double>("train_gpt_f64", 1e-10, 1e-12, 1e-10);
+}
