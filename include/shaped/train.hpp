@@ -6,4 +6,5 @@
 #include <shaped/train/layers.hpp>
 #include <shaped/train/adamw.hpp>
 #include <shaped/train/schedule.hpp>
+#include <shaped/train/step.hpp>
 #include <shaped/train/gpt.hpp>

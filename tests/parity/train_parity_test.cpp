@@ -72,13 +72,13 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
     const shaped::train::warmup_cosine schedule{.lr = 1e-2, .min_lr = 1e-3, .warmup_steps = 5, .decay_steps = 40};
     shaped::train::AdamW<Model> opt({.beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1});
     shaped::train::gradients<Model> grads;
-    auto buffers = std::make_unique<shaped::train::step_buffers<Model, B, T>>();
+    auto trainer = std::make_unique<shaped::train::trainer<Model, B, T>>();
     for (std::size_t s = 0; s < Steps::extent; ++s) {
         shaped::train::zero(grads);
         double loss = 0;
         for (std::size_t m = 0; m < Micro::extent; ++m)
-            loss += shaped::train::forward_backward(*model, grads, micro_batch(idx, s, m), micro_batch(targets, s, m),
-                                                    *buffers, 1.0 / Micro::extent) / Micro::extent;
+            loss += trainer->forward_backward(*model, grads, micro_batch(idx, s, m), micro_batch(targets, s, m),
+                                              1.0 / Micro::extent) / Micro::extent;
         INFO("step " << s);
         REQUIRE(loss == Approx(losses(s)).epsilon(loss_tolerance));
         if (s == 0) {

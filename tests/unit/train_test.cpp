@@ -165,13 +165,13 @@ TEMPLATE_TEST_CASE("the GPT's gradients are the loss's central differences, in d
     const Ids idx = drawn_ids(12, 11);
     Ids targets = drawn_ids(13, 11);
     targets(1, 3) = -1;  // ignored, as F.cross_entropy's ignore_index
-    auto buffers = std::make_unique<shaped::train::step_buffers<Model, Batch, Time>>();
+    auto trainer = std::make_unique<shaped::train::trainer<Model, Batch, Time>>();
     shaped::train::gradients<Model> grads;
-    const double loss = shaped::train::forward_backward(*model, grads, idx, targets, *buffers);
+    const double loss = trainer->forward_backward(*model, grads, idx, targets);
 
     // The training forward is the model's own.
     REQUIRE(loss == Approx(shaped::models::cross_entropy((*model)(idx), targets)).epsilon(1e-12));
-    REQUIRE(shaped::train::loss(*model, idx, targets, *buffers) == Approx(loss).epsilon(1e-14));
+    REQUIRE(trainer->loss(*model, idx, targets) == Approx(loss).epsilon(1e-14));
 
     const double h = 1e-5;
     std::size_t checked = 0;
@@ -180,9 +180,9 @@ TEMPLATE_TEST_CASE("the GPT's gradients are the loss's central differences, in d
         for (std::size_t k = 0; k < p.size(); k += 1 + p.size() / 5) {
             const double kept = p.data()[k];
             p.data()[k] = kept + h;
-            const double up = shaped::train::loss(*model, idx, targets, *buffers);
+            const double up = trainer->loss(*model, idx, targets);
             p.data()[k] = kept - h;
-            const double down = shaped::train::loss(*model, idx, targets, *buffers);
+            const double down = trainer->loss(*model, idx, targets);
             p.data()[k] = kept;
             INFO(name << "[" << k << "]");
             REQUIRE(g.data()[k] == Approx((up - down) / (2 * h)).epsilon(1e-6).margin(1e-9));
@@ -197,11 +197,11 @@ TEST_CASE("accumulated micro-batches add their scaled gradients; float tracks do
     using FloatModel = shaped::models::GPT<TinyConfig<shaped::nn::activation::gelu>, float>;
     auto model = drawn_model<Model>(21);
     const Ids idx = drawn_ids(22, 11), targets = drawn_ids(23, 11);
-    auto buffers = std::make_unique<shaped::train::step_buffers<Model, Batch, Time>>();
+    auto trainer = std::make_unique<shaped::train::trainer<Model, Batch, Time>>();
     shaped::train::gradients<Model> once, twice;
-    shaped::train::forward_backward(*model, once, idx, targets, *buffers);
-    shaped::train::forward_backward(*model, twice, idx, targets, *buffers, 0.5);
-    shaped::train::forward_backward(*model, twice, idx, targets, *buffers, 0.5);
+    trainer->forward_backward(*model, once, idx, targets);
+    trainer->forward_backward(*model, twice, idx, targets, 0.5);
+    trainer->forward_backward(*model, twice, idx, targets, 0.5);
 
     // The same parameters, rounded to float.
     std::vector<double> values;
@@ -211,9 +211,9 @@ TEST_CASE("accumulated micro-batches add their scaled gradients; float tracks do
     shaped::nn::for_each_parameter(narrow, [&](std::string_view, auto& p) {
         for (float& v : p.elements()) v = static_cast<float>(values[next++]);
     });
-    auto float_buffers = std::make_unique<shaped::train::step_buffers<FloatModel, Batch, Time>>();
+    auto float_trainer = std::make_unique<shaped::train::trainer<FloatModel, Batch, Time>>();
     shaped::train::gradients<FloatModel> narrow_grads;
-    shaped::train::forward_backward(narrow, narrow_grads, idx, targets, *float_buffers);
+    float_trainer->forward_backward(narrow, narrow_grads, idx, targets);
 
     std::vector<double> float_grads;
     shaped::train::for_each_gradient(narrow_grads, [&](std::string_view, auto& g) {
