@@ -8,3 +8,4 @@
 #include <shaped/train/schedule.hpp>
 #include <shaped/train/step.hpp>
 #include <shaped/train/gpt.hpp>
+#include <shaped/train/llama.hpp>

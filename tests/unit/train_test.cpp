@@ -233,3 +233,57 @@ TEST_CASE("accumulated micro-batches add their scaled gradients; float tracks do
     REQUIRE(a.size() == b.size());
     for (std::size_t k = 0; k < a.size(); ++k) REQUIRE(b[k] == Approx(a[k]).epsilon(1e-12).margin(1e-15));
 }
+
+namespace {
+// vocab 13, context 8, 2 layers, 4 query heads over 2 key/value heads, 8 channels, hidden 12.
+template <bool Tied, shaped::nn::rotary_pairing Pairing>
+using TinyLlama = shaped::models::Llama<shaped::models::llama_config<13, 8, 2, 4, 2, 8, 12, Tied, Pairing>, double>;
+}  // namespace
+
+TEMPLATE_TEST_CASE("the Llama's gradients are the loss's central differences, in double", "[train]",
+                   (TinyLlama<true, shaped::nn::rotary_pairing::adjacent>),
+                   (TinyLlama<false, shaped::nn::rotary_pairing::halves>)) {
+    using Model = TestType;
+    auto model = drawn_model<Model>(31);
+    const Ids idx = drawn_ids(32, 13);
+    Ids targets = drawn_ids(33, 13);
+    targets(0, 4) = -1;
+    auto trainer = std::make_unique<shaped::train::trainer<Model, Batch, Time>>();
+    shaped::train::gradients<Model> grads;
+    const double loss = trainer->forward_backward(*model, grads, idx, targets);
+    REQUIRE(loss == Approx(shaped::models::cross_entropy((*model)(idx), targets)).epsilon(1e-12));
+
+    const double h = 1e-5;
+    std::size_t checked = 0;
+    shaped::train::for_each_gradient(*model, grads, [&](std::string_view name, auto& p, auto& g) {
+        for (std::size_t k = 0; k < p.size(); k += 1 + p.size() / 5) {
+            const double kept = p.data()[k];
+            p.data()[k] = kept + h;
+            const double up = trainer->loss(*model, idx, targets);
+            p.data()[k] = kept - h;
+            const double down = trainer->loss(*model, idx, targets);
+            p.data()[k] = kept;
+            INFO(name << "[" << k << "]");
+            REQUIRE(g.data()[k] == Approx((up - down) / (2 * h)).epsilon(1e-6).margin(1e-9));
+            ++checked;
+        }
+    });
+    REQUIRE(checked > 80);
+}
+
+TEST_CASE("a target outside the vocabulary is refused before any gradient changes", "[train]") {
+    using Model = shaped::models::GPT<TinyConfig<shaped::nn::activation::gelu>, double>;
+    auto model = drawn_model<Model>(41);
+    const Ids idx = drawn_ids(42, 11);
+    Ids targets = drawn_ids(43, 11);
+    targets(1, 2) = 11;
+    auto trainer = std::make_unique<shaped::train::trainer<Model, Batch, Time>>();
+    shaped::train::gradients<Model> grads;
+    REQUIRE_THROWS_AS(trainer->forward_backward(*model, grads, idx, targets), shaped::shape_error);
+    REQUIRE_THROWS_WITH(trainer->forward_backward(*model, grads, idx, targets), Catch::Contains("11") && Catch::Contains("V(11)"));
+    REQUIRE(shaped::train::global_norm(grads) == 0.0);
+    Ids bad_ids = idx;
+    bad_ids(0, 0) = -3;
+    targets(1, 2) = 0;
+    REQUIRE_THROWS_AS(trainer->forward_backward(*model, grads, bad_ids, targets), shaped::shape_error);
+}

@@ -5,6 +5,7 @@
 //
 //   nn::rotary_encoding<HS, nn::rotary_pairing::adjacent> rope{.theta = 10000};
 //   rope(q, k, starts);    // q (B, NH, T, HS), k (B, NKV, T, HS), rotated in place
+//   rope.backward(dq, dk, starts);   // training: the gradients turned back, in place
 //
 // Pair i (0 <= i < R/2, R the rotated dims, HS by default) turns by pos * theta^(-2i/R) at
 // position pos = starts[b] + t, t the position's index in q and k: in decoding, starts[b] is the
@@ -52,16 +53,15 @@ struct rotary_encoding {
     // Rotates q and k (B, heads, T, HS) in place; starts[b] is batch row b's first position.
     template <class Q, class K>
     void operator()(const Q& q, const K& k, std::span<const std::size_t> starts) const {
-        using T = value_type_of<Q>;
-        const std::size_t batch = q.extents()[0], positions = q.extents()[2];
-        // On the stack: the rotation runs in every attention call of a decoding step.
-        std::array<T, R / 2> cos{}, sin{};
-        for (std::size_t b = 0; b < batch; ++b)
-            for (std::size_t t = 0; t < positions; ++t) {
-                angles(starts[b] + t, std::span<T>(cos), std::span<T>(sin));
-                rotate(q, b, t, cos, sin);
-                rotate(k, b, t, cos, sin);
-            }
+        turn(q, k, starts, false);
+    }
+
+    // The backward of the rotation: given the gradients of the rotated q and k (B, heads, T, HS),
+    // those of q and k as they were, in place. A rotation's transpose is its inverse: each pair
+    // turns back by its angle.
+    template <class Q, class K>
+    void backward(const Q& dq, const K& dk, std::span<const std::size_t> starts) const {
+        turn(dq, dk, starts, true);
     }
 
     // cos and sin of every pair's angle at position pos, in float as run.c computes them (double
@@ -78,6 +78,22 @@ struct rotary_encoding {
     }
 
 private:
+    template <class Q, class K>
+    void turn(const Q& q, const K& k, std::span<const std::size_t> starts, bool back) const {
+        using T = value_type_of<Q>;
+        const std::size_t batch = q.extents()[0], positions = q.extents()[2];
+        // On the stack: the rotation runs in every attention call of a decoding step.
+        std::array<T, R / 2> cos{}, sin{};
+        for (std::size_t b = 0; b < batch; ++b)
+            for (std::size_t t = 0; t < positions; ++t) {
+                angles(starts[b] + t, std::span<T>(cos), std::span<T>(sin));
+                if (back)
+                    for (T& s : sin) s = -s;
+                rotate(q, b, t, cos, sin);
+                rotate(k, b, t, cos, sin);
+            }
+    }
+
     // Every head of x at (b, t), through x's strides.
     template <class X, class T>
     static void rotate(const X& x, std::size_t b, std::size_t t, const std::array<T, R / 2>& cos,
