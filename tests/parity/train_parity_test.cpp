@@ -48,19 +48,25 @@ std::unique_ptr<shaped::models::GPT<Config, Real>> initial_model() {
     return model;
 }
 
-// Every element of every tensor of `actual` within tolerance of `expected`'s, named on failure.
+// Every element of every tensor of `actual` within tolerance of `expected`'s, named on failure;
+// the keys' biases within key_bias_tolerance.
 template <class M, class G>
-void require_close(M& expected, const G& actual, double tolerance) {
+void require_close(M& expected, const G& actual, double tolerance, double key_bias_tolerance) {
+    constexpr std::size_t channels = Config::n_embd;
     shaped::train::for_each_gradient(expected, actual, [&](std::string_view name, auto& e, auto& a) {
+        const bool key_biases = name.ends_with("attn.c_attn.bias");
         for (std::size_t i = 0; i < e.size(); ++i) {
             INFO(name << "[" << i << "]");
-            REQUIRE(static_cast<double>(a.data()[i]) == Approx(static_cast<double>(e.data()[i])).margin(tolerance));
+            const bool key_bias = key_biases && i >= channels && i < 2 * channels;
+            REQUIRE(static_cast<double>(a.data()[i]) ==
+                    Approx(static_cast<double>(e.data()[i])).margin(key_bias ? key_bias_tolerance : tolerance));
         }
     });
 }
 
 template <class Real>
-void train_as_torch(const std::string& folder, double loss_tolerance, double gradient_tolerance, double parameter_tolerance) {
+void train_as_torch(const std::string& folder, double loss_tolerance, double gradient_tolerance, double parameter_tolerance,
+                    double key_bias_tolerance) {
     using Model = shaped::models::GPT<Config, Real>;
     auto model = initial_model<Real>();
     const auto idx = shaped::io::load_npy<std::int64_t, Steps, Micro, B, T>(fixture("train_gpt/batches_idx.npy"));
@@ -83,7 +89,7 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
         REQUIRE(loss == Approx(losses(s)).epsilon(loss_tolerance));
         if (s == 0) {
             const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/gradients_step0.safetensors"));
-            require_close(*expected, grads, gradient_tolerance);
+            require_close(*expected, grads, gradient_tolerance, gradient_tolerance);
         }
         REQUIRE(shaped::train::clip_grad_norm(grads, 1.0) == Approx(norms(s)).epsilon(loss_tolerance));
         REQUIRE(schedule(s) == Approx(lrs(s)).epsilon(1e-15));
@@ -91,15 +97,54 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
     }
     const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/final.safetensors"));
     // The trained parameters walked beside the expected ones, as gradients are.
-    require_close(*expected, shaped::train::gradient_ref<Model>(*model), parameter_tolerance);
+    require_close(*expected, shaped::train::gradient_ref<Model>(*model), parameter_tolerance, key_bias_tolerance);
 }
 
 }  // namespace
 
+// A key's bias adds the same q . b to every score of a query's row, which softmax takes away: its
+// gradient is 0 but for rounding, and AdamW, which divides by the gradient's own scale, turns that
+// rounding into steps of up to lr. In float32 those 48 parameters drift apart by rounding, not by
+// any difference in the computation; float64's rounding is too small for AdamW's eps to let through.
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[parity][train]") {
-    train_as_torch<float>("train_gpt", 1e-4, 1e-6, 1e-4);
+    train_as_torch<float>("train_gpt", 1e-4, 1e-6, 1e-4, 1e-3);
 }
 
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float64", "[parity][train]") {
-    train_as_torch<double>("train_gpt_f64", 1e-10, 1e-12, 1e-10);
+    train_as_torch<double>("train_gpt_f64", 1e-10, 1e-12, 1e-10, 1e-10);
+}
+
+TEST_CASE("a Llama's loss, logits and gradients match PyTorch's autograd", "[parity][train]") {
+    // llama2.c's architecture: 4 query heads over 2 key/value heads, adjacent-pair rotary, its
+    // own classifier (train_llama).
+    using Config = shaped::models::llama_config<67, 16, 2, 4, 2, 24, 40, false>;
+    using Model = shaped::models::Llama<Config>;
+    using Rows = shaped::dim<"B", 2>;
+    const std::string folder = fixture("train_llama/");
+    auto model = std::make_unique<Model>();
+    shaped::io::load_parameters(*model, folder + "initial.safetensors");
+    const auto idx = shaped::io::load_npy<std::int64_t, Rows, T>(folder + "idx.npy");
+    const auto targets = shaped::io::load_npy<std::int64_t, Rows, T>(folder + "targets.npy");
+    const auto logits = shaped::io::load_npy<float, Rows, T, shaped::dim<"V", 67>>(folder + "logits.npy");
+    const double expected_loss = shaped::io::load_npy<double>(folder + "loss.npy").item();
+
+    auto trainer = std::make_unique<shaped::train::trainer<Model, Rows, T>>();
+    REQUIRE(trainer->loss(*model, idx, targets) == Approx(expected_loss).epsilon(1e-5));
+    for (std::size_t i = 0; i < logits.size(); ++i) REQUIRE(trainer->logits.data()[i] == Approx(logits.data()[i]).margin(1e-5));
+
+    shaped::train::gradients<Model> grads;
+    REQUIRE(trainer->forward_backward(*model, grads, idx, targets) == Approx(expected_loss).epsilon(1e-5));
+    auto expected = std::make_unique<Model>();
+    shaped::io::load_parameters(*expected, folder + "gradients.safetensors");
+    // Each tensor's gradients to 1e-4 of its largest: the queries' and keys' are a thousandth of the
+    // embeddings'.
+    shaped::train::for_each_gradient(*expected, grads, [&](std::string_view name, auto& e, auto& g) {
+        double largest = 0;
+        for (float v : e.elements()) largest = std::max(largest, static_cast<double>(std::abs(v)));
+        REQUIRE(largest > 0);
+        for (std::size_t i = 0; i < e.size(); ++i) {
+            INFO(name << "[" << i << "]");
+            REQUIRE(g.data()[i] == Approx(e.data()[i]).margin(1e-4 * largest));
+        }
+    });
 }
