@@ -114,15 +114,21 @@ void multiply(std::size_t rows, std::size_t cols, std::size_t depth, const T* a,
 
 // ---- the problem's geometry ----------------------------------------------------------------------
 
+// The most keys a query sees: its window, or T (a window wider than T changes nothing, and
+// clamped to T it cannot overflow the sums below).
+template <class T>
+std::size_t reach(const attention_training_problem<T>& p) {
+    return p.window ? std::min(*p.window, p.time) : p.time;
+}
+
 // Query i sees keys [first_key(i), i + 1).
 template <class T>
 std::size_t first_key(const attention_training_problem<T>& p, std::size_t i) {
-    if (!p.window) return 0;
-    return i + 1 > *p.window ? i + 1 - *p.window : 0;
+    return i + 1 > reach(p) ? i + 1 - reach(p) : 0;
 }
 
-// The keys row r of query tile i0 sees within key tile j0, as offsets [from, to) into the tile;
-// padded rows (queries past T) see none.
+// The keys query i sees within key tile j0, as offsets [from, to) into the tile; padded rows
+// (queries past T) see none.
 struct visible_span {
     std::size_t from, to;
 };
@@ -139,12 +145,12 @@ visible_span span_of(const attention_training_problem<T>& p, std::size_t i, std:
 template <class T>
 bool sees_all(const attention_training_problem<T>& p, std::size_t i0, std::size_t j0) {
     const std::size_t i_last = i0 + tile - 1, j_last = j0 + tile - 1;
-    return i_last < p.time && j_last <= i0 && (!p.window || j0 + *p.window > i_last);
+    return i_last < p.time && j_last <= i0 && j0 + reach(p) > i_last;
 }
 template <class T>
 bool sees_any(const attention_training_problem<T>& p, std::size_t i0, std::size_t j0) {
     const std::size_t i_last = std::min(i0 + tile, p.time) - 1, j_last = j0 + tile - 1;
-    return j0 <= i_last && (!p.window || j_last + *p.window > i0);
+    return j0 <= i_last && j_last + reach(p) > i0;
 }
 
 // The first element of row t of head h of batch b of an operand.
@@ -183,7 +189,7 @@ void pack_tiles_transposed(const attention_training_problem<T>& p, const T* data
     }
 }
 
-// dst rows of the head += packed rows [0, rows) (those before T).
+// The head's rows [0, T) += the packed rows.
 template <class T>
 void add_rows(const attention_training_problem<T>& p, const T* packed, std::size_t padded, T* data,
               const heads_layout& layout, std::size_t b, std::size_t h) {
@@ -284,7 +290,7 @@ void forward_tiles(const attention_training_problem<T>& p, T* out, T* lse, std::
 template <class T>
 double visible_pairs(const attention_training_problem<T>& p) {
     const double t = static_cast<double>(p.time);
-    const double w = p.window ? std::min(static_cast<double>(*p.window), t) : t;
+    const double w = static_cast<double>(reach(p));
     return t * w - w * (w - 1) / 2;
 }
 
@@ -429,7 +435,7 @@ void backward_head(const attention_training_problem<T>& p, const T* out, const T
         // that see it stream past; query tiles wholly before it (its future) or wholly after
         // its window are never visited.
         for (std::size_t j0 = 0; j0 < rows; j0 += tile)
-            for (std::size_t i0 = j0; i0 < rows && (!p.window || i0 < j0 + tile + *p.window); i0 += tile)
+            for (std::size_t i0 = j0; i0 < rows && i0 < j0 + tile + reach(p); i0 += tile)
                 if (sees_any(p, i0, j0)) backward_pair(p, m, i0, j0);
         add_rows(p, dq, padded, grads.dq, grads.dq_layout, b, h);
     }

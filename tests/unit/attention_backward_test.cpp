@@ -392,3 +392,22 @@ TEMPLATE_TEST_CASE("training attention in parallel gives the serial numbers", "[
     REQUIRE(same(serial.dk, parallel.dk));
     REQUIRE(same(serial.dv, parallel.dv));
 }
+
+TEST_CASE("a window wider than any T is no window", "[attention_backward]") {
+    const sizes s{2, 4, 2, 150, 16, std::nullopt, false};
+    sizes widest = s;
+    widest.window = std::numeric_limits<std::size_t>::max();
+    const problem_data<float> d(s, 9);
+    problem_data<float> d_widest = d;
+    d_widest.s = widest;
+    kernel_run<float> plain(d), windowed(d_widest);
+    plain.forward();
+    plain.backward();
+    windowed.forward();
+    windowed.backward();
+    REQUIRE(plain.out == windowed.out);
+    REQUIRE(plain.lse == windowed.lse);
+    REQUIRE(plain.dq == windowed.dq);
+    REQUIRE(plain.dk == windowed.dk);
+    REQUIRE(plain.dv == windowed.dv);
+}
