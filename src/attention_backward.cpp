@@ -60,6 +60,14 @@ scratch<T>& thread_scratch() {
     return s;
 }
 
+// The largest of v's lanes (xsimd 8 has no reduction for it).
+template <class T>
+T largest_lane(const vec<T>& v) {
+    alignas(64) T lane[lanes<T>];
+    v.store_aligned(lane);
+    return *std::max_element(lane, lane + lanes<T>);
+}
+
 // ---- the product of two tiles ------------------------------------------------------------------
 
 // c[MR x NR vectors] (+)= sum over l < depth of a(r, l) * b[l][NR vectors], where a(r, l) =
@@ -243,17 +251,26 @@ void forward_tiles(const attention_training_problem<T>& p, T* out, T* lse, std::
             for (std::size_t r = 0; r < tile; ++r) {
                 T* row = scores + r * tile;
                 const visible_span seen = whole ? visible_span{0, tile} : span_of(p, i0 + r, j0);
-                std::fill(row, row + seen.from, minus_infinity);
-                std::fill(row + seen.to, row + tile, minus_infinity);
                 if (seen.from == seen.to) {  // nothing seen here: weights 0, the running state as it was
                     std::fill(row, row + tile, T{0});
                     continue;
                 }
-                // Scaled scores, their max, and weights exp(score - max) folded into the row's
-                // running state; the partial output rescaled when the max grew.
-                T tile_max = minus_infinity;
-                for (std::size_t j = seen.from; j < seen.to; ++j) tile_max = std::max(tile_max, row[j] *= p.scale);
-                const T new_max = std::max(row_max[r], tile_max);
+                // Scaled scores (-inf where unseen), their max, and weights exp(score - max)
+                // folded into the row's running state; the partial output rescaled when the max
+                // grew.
+                vec<T> tile_max(minus_infinity);
+                for (std::size_t j = 0; j < tile; j += N) {
+                    const vec<T> scaled = vec<T>::load_aligned(row + j) * vec<T>(p.scale);
+                    scaled.store_aligned(row + j);
+                    tile_max = xsimd::max(tile_max, scaled);
+                }
+                if (!whole) {
+                    std::fill(row, row + seen.from, minus_infinity);
+                    std::fill(row + seen.to, row + tile, minus_infinity);
+                    tile_max = vec<T>(minus_infinity);
+                    for (std::size_t j = 0; j < tile; j += N) tile_max = xsimd::max(tile_max, vec<T>::load_aligned(row + j));
+                }
+                const T new_max = std::max(row_max[r], largest_lane(tile_max));
                 const vec<T> shift(new_max);
                 vec<T> total(T{0});
                 for (std::size_t j = 0; j < tile; j += N) {
