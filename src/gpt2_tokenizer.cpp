@@ -149,15 +149,19 @@ std::size_t gpt2_tokenizer::vocab_size() const { return tables_->token_bytes.siz
 
 gpt2_stream_decoder::gpt2_stream_decoder(gpt2_tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
 
-std::string gpt2_stream_decoder::decode(token_id id) {
-    held_ += tokenizer_.decode(std::span(&id, 1));
+std::string gpt2_stream_decoder::decode(token_id id) { return stream_.push(tokenizer_.decode(std::span(&id, 1))); }
+
+std::string gpt2_stream_decoder::flush() { return stream_.flush(); }
+
+std::string utf8_stream::push(std::string_view bytes) {
+    held_ += bytes;
     const std::size_t complete = held_.size() - incomplete_tail(held_);
     std::string done = held_.substr(0, complete);
     held_.erase(0, complete);
     return done;
 }
 
-std::string gpt2_stream_decoder::flush() { return std::exchange(held_, std::string()); }
+std::string utf8_stream::flush() { return std::exchange(held_, std::string()); }
 
 // ---- the details -----------------------------------------------------------------------------
 

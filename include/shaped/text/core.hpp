@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace shaped::text {
 
@@ -18,6 +20,20 @@ using token_id = std::int32_t;
 class text_error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+};
+
+// Bytes in, whole UTF-8 characters out: what a streaming decoder prints as ids arrive, holding
+// back the bytes of a character that more bytes could complete (a byte-level tokenizer's id may
+// be half of one).
+class utf8_stream {
+public:
+    // The characters these bytes complete, possibly none.
+    std::string push(std::string_view bytes);
+    // The bytes still held back (an incomplete character), and a fresh start.
+    std::string flush();
+
+private:
+    std::string held_;
 };
 
 }  // namespace shaped::text

@@ -86,7 +86,7 @@ public:
 
 private:
     gpt2_tokenizer tokenizer_;
-    std::string held_;
+    utf8_stream stream_;
 };
 
 }  // namespace shaped::text

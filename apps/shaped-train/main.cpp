@@ -1,0 +1,481 @@
+// shaped-train: trains a GPT on a text file, as nanoGPT's train.py does, and writes a checkpoint
+// shaped-run generates from.
+//
+//   shaped-train TEXT -o OUT [--preset gpt-char] [--steps N] [--lr LR] ... [--resume]
+//
+// The text is tokenized (bytes, or GPT-2's BPE from --tokenizer DIR), its first 90% trains and
+// the rest validates. Each step draws its batches from a generator seeded by (seed, step), so a
+// run resumed from a checkpoint takes the same batches, and the same losses, as an unbroken one.
+// OUT/model.safetensors is the model (nanoGPT's names, the tokenizer in its metadata),
+// OUT/optimizer.safetensors AdamW's moments and the step, OUT/log.tsv each step's loss and
+// learning rate. Under mpirun, each process takes its share of a step's micro-batches and the
+// gradients are summed over all of them (MPI_Allreduce): the same step as one process takes.
+
+#include "presets.hpp"
+
+#include <shaped/shaped.hpp>
+
+#if defined(SHAPED_TRAIN_MPI)
+#include <mpi.h>
+#endif
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct options {
+    fs::path text;
+    fs::path out;
+    std::string preset = "gpt-char";
+    std::optional<fs::path> tokenizer;  // GPT-2's vocab.json and merges.txt, for a BPE preset
+    std::size_t steps = 2000;
+    std::size_t accumulate = 1;         // micro-batches a step
+    double lr = 1e-3;
+    std::optional<double> min_lr;       // lr / 10
+    std::size_t warmup = 100;
+    double weight_decay = 0.1;
+    double beta1 = 0.9, beta2 = 0.99;
+    double clip = 1.0;
+    double val_fraction = 0.1;
+    std::size_t eval_every = 250;
+    std::size_t eval_batches = 20;
+    std::optional<std::size_t> checkpoint_every;  // eval_every
+    std::uint64_t seed = 1337;
+    bool resume = false;
+};
+
+constexpr std::string_view usage =
+    "usage: shaped-train TEXT -o OUT [--preset NAME] [--tokenizer DIR] [--steps N] [--accumulate K]\n"
+    "                    [--lr LR] [--min-lr LR] [--warmup N] [--weight-decay W] [--beta2 B] [--clip C]\n"
+    "                    [--val-fraction F] [--eval-every N] [--eval-batches N] [--checkpoint-every N]\n"
+    "                    [--seed S] [--resume]\n"
+    "  TEXT               the training text (its first 1 - F trains, the rest validates)\n"
+    "  -o OUT             the folder for model.safetensors, optimizer.safetensors and log.tsv\n"
+    "  --preset NAME      gpt-char (bytes) or gpt-bpe (GPT-2's BPE; --tokenizer DIR) (gpt-char)\n"
+    "  --steps N          optimizer steps in all (2000)\n"
+    "  --accumulate K     micro-batches a step (1); under mpirun, a multiple of the processes\n"
+    "  --lr, --min-lr     the cosine schedule's top and bottom (1e-3, lr / 10), after --warmup steps (100)\n"
+    "  --weight-decay W   AdamW's, on the matrices only (0.1); --beta2 (0.99)\n"
+    "  --clip C           the gradients' global norm at most C (1.0)\n"
+    "  --eval-every N     train and validation loss over --eval-batches batches (20) every N steps (250)\n"
+    "  --checkpoint-every N  write the checkpoint every N steps (--eval-every) and at the end\n"
+    "  --seed S           the model's initialisation and every batch (1337)\n"
+    "  --resume           continue from OUT's checkpoint, as if never stopped\n";
+
+struct usage_error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+template <class Number>
+Number parse_number(std::string_view flag, const std::string& text) {
+    std::istringstream in(text);
+    Number value{};
+    if (!(in >> value) || !in.eof()) throw usage_error(std::string(flag) + " takes a number, not \"" + text + "\"");
+    return value;
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    bool have_text = false, have_out = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw usage_error(std::string(arg) + " needs a value");
+            return argv[++i];
+        };
+        if (arg == "-o") o.out = value(), have_out = true;
+        else if (arg == "--preset") o.preset = value();
+        else if (arg == "--tokenizer") o.tokenizer = value();
+        else if (arg == "--steps") o.steps = parse_number<std::size_t>(arg, value());
+        else if (arg == "--accumulate") o.accumulate = parse_number<std::size_t>(arg, value());
+        else if (arg == "--lr") o.lr = parse_number<double>(arg, value());
+        else if (arg == "--min-lr") o.min_lr = parse_number<double>(arg, value());
+        else if (arg == "--warmup") o.warmup = parse_number<std::size_t>(arg, value());
+        else if (arg == "--weight-decay") o.weight_decay = parse_number<double>(arg, value());
+        else if (arg == "--beta2") o.beta2 = parse_number<double>(arg, value());
+        else if (arg == "--clip") o.clip = parse_number<double>(arg, value());
+        else if (arg == "--val-fraction") o.val_fraction = parse_number<double>(arg, value());
+        else if (arg == "--eval-every") o.eval_every = parse_number<std::size_t>(arg, value());
+        else if (arg == "--eval-batches") o.eval_batches = parse_number<std::size_t>(arg, value());
+        else if (arg == "--checkpoint-every") o.checkpoint_every = parse_number<std::size_t>(arg, value());
+        else if (arg == "--seed") o.seed = parse_number<std::uint64_t>(arg, value());
+        else if (arg == "--resume") o.resume = true;
+        else if (arg == "-h" || arg == "--help") {
+            std::cout << usage;
+            std::exit(0);
+        } else if (!arg.starts_with("-") && !have_text) {
+            o.text = arg;
+            have_text = true;
+        } else {
+            throw usage_error("unknown argument \"" + std::string(arg) + "\"");
+        }
+    }
+    if (!have_text) throw usage_error("no TEXT given");
+    if (!have_out) throw usage_error("no -o OUT given");
+    if (o.steps == 0 || o.accumulate == 0 || o.eval_every == 0 || o.eval_batches == 0)
+        throw usage_error("--steps, --accumulate, --eval-every and --eval-batches must be positive");
+    if (o.val_fraction <= 0 || o.val_fraction >= 1) throw usage_error("--val-fraction must be in (0, 1)");
+    if (o.warmup >= o.steps) throw usage_error("--warmup must be fewer than --steps");
+    return o;
+}
+
+// ---- processes: one, or many under mpirun --------------------------------------------------
+
+// This process's place among those training together. Under mpirun (Open MPI sets
+// OMPI_COMM_WORLD_SIZE), MPI is started and the gradients and losses are summed over every
+// process; otherwise there is one process and MPI is never touched.
+class processes {
+public:
+    processes(int* argc, char*** argv) {
+#if defined(SHAPED_TRAIN_MPI)
+        if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+            MPI_Init(argc, argv);
+            started_ = true;
+            int rank = 0, size = 1;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+            MPI_Comm_size(MPI_COMM_WORLD, &size);
+            rank_ = static_cast<std::size_t>(rank);
+            size_ = static_cast<std::size_t>(size);
+        }
+#else
+        (void)argc;
+        (void)argv;
+#endif
+    }
+    ~processes() {
+#if defined(SHAPED_TRAIN_MPI)
+        if (started_) MPI_Finalize();
+#endif
+    }
+    processes(const processes&) = delete;
+    processes& operator=(const processes&) = delete;
+
+    std::size_t rank() const { return rank_; }
+    std::size_t size() const { return size_; }
+    bool leads() const { return rank_ == 0; }
+
+    // Every process's values, summed in place, on every process.
+    void sum(std::span<float> values) const { reduce(values.data(), values.size(), true); }
+    void sum(std::span<double> values) const { reduce(values.data(), values.size(), false); }
+
+    // A failure on one process ends them all (one that returned alone would leave the others
+    // waiting in a sum for ever).
+    [[noreturn]] void abort() const {
+#if defined(SHAPED_TRAIN_MPI)
+        if (started_) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+        std::exit(1);
+    }
+
+private:
+    void reduce([[maybe_unused]] void* data, [[maybe_unused]] std::size_t n, [[maybe_unused]] bool single) const {
+#if defined(SHAPED_TRAIN_MPI)
+        if (size_ > 1)
+            MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), single ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#endif
+    }
+
+    std::size_t rank_ = 0, size_ = 1;
+    [[maybe_unused]] bool started_ = false;
+};
+
+// ---- data ------------------------------------------------------------------------------------
+
+// The text's ids, split: the first (1 - fraction) trains, the rest validates.
+struct token_split {
+    std::vector<std::int64_t> train, val;
+};
+
+template <class Preset>
+std::vector<std::int64_t> tokenize(const options& o) {
+    std::ifstream in(o.text, std::ios::binary);
+    if (!in) throw std::runtime_error(o.text.string() + ": cannot be read");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<shaped::text::token_id> ids;
+    if constexpr (Preset::tokenizer == shaped_train::tokenizer_kind::bytes) {
+        ids = shaped::text::byte_tokenizer().encode(text);
+    } else {
+        if (!o.tokenizer) throw usage_error(std::string(Preset::name) + " needs --tokenizer DIR (GPT-2's vocab.json and merges.txt)");
+        ids = shaped::text::gpt2_tokenizer(*o.tokenizer).encode(text);
+    }
+    return {ids.begin(), ids.end()};
+}
+
+// splitmix64: a seed for each (run seed, step, micro-batch), so that any step's batches can be
+// drawn again on their own (a resumed run's, another process's).
+std::uint64_t mix(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+std::uint64_t batch_seed(std::uint64_t seed, std::uint64_t step, std::uint64_t micro) {
+    return mix(mix(mix(seed) ^ step) ^ micro);
+}
+
+// B windows of T + 1 ids at random starts, as nanoGPT's get_batch: ids, and the next ids as targets.
+template <class B, class T>
+void draw_batch(const std::vector<std::int64_t>& tokens, std::uint64_t seed, shaped::train::batch_ids<B, T>& idx,
+                shaped::train::batch_ids<B, T>& targets) {
+    shaped::Generator gen(seed);
+    const std::size_t starts = tokens.size() - T::extent;
+    for (std::size_t b = 0; b < B::extent; ++b) {
+        const auto start = std::min(static_cast<std::size_t>(gen.uniform() * static_cast<double>(starts)), starts - 1);
+        for (std::size_t t = 0; t < T::extent; ++t) {
+            idx(b, t) = tokens[start + t];
+            targets(b, t) = tokens[start + t + 1];
+        }
+    }
+}
+
+// ---- the terminal ----------------------------------------------------------------------------
+
+std::string duration(double seconds) {
+    const auto s = static_cast<long long>(seconds);
+    std::ostringstream out;
+    if (s >= 3600) out << s / 3600 << "h" << (s / 60) % 60 << "m";
+    else if (s >= 60) out << s / 60 << "m" << s % 60 << "s";
+    else out << s << "s";
+    return out.str();
+}
+
+std::string mib(std::size_t bytes) {
+    std::ostringstream out;
+    out.precision(1);
+    out << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+    return out.str();
+}
+
+std::size_t peak_resident_bytes() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
+}
+
+// ---- checkpoints -----------------------------------------------------------------------------
+
+// Written beside, then renamed over the old: a run stopped while writing keeps its last checkpoint.
+template <class Write>
+void replace_file(const fs::path& path, Write write) {
+    const fs::path partial = path.string() + ".partial";
+    write(partial);
+    fs::rename(partial, path);
+}
+
+template <class Preset, class Model, class Optimizer>
+void save_checkpoint(const options& o, const Model& model, const Optimizer& opt, std::size_t step) {
+    using Config = typename Model::config;
+    const shaped::io::safetensors_metadata model_meta{
+        {"format", "pt"},
+        {"n_head", std::to_string(Config::n_head)},
+        {"tokenizer", Preset::tokenizer == shaped_train::tokenizer_kind::bytes ? "bytes" : "gpt2"}};
+    replace_file(o.out / "model.safetensors", [&](const fs::path& p) { shaped::io::save_parameters(p, model, model_meta); });
+    // AdamW's moments named as the parameters they belong to, under "exp_avg." and "exp_avg_sq.".
+    std::vector<shaped::io::safetensors_view> views;
+    for (const auto& [prefix, moments] : {std::pair{"exp_avg.", &opt.exp_avg()}, std::pair{"exp_avg_sq.", &opt.exp_avg_sq()}})
+        for (auto& parameter : shaped::io::parameter_bytes(moments->storage(), prefix))
+            views.push_back({std::move(parameter.name), std::string(shaped::io::safetensors_dtype_name(parameter.type)),
+                             std::move(parameter.shape), parameter.data});
+    const shaped::io::safetensors_metadata opt_meta{
+        {"step", std::to_string(step)}, {"preset", std::string(Preset::name)}, {"seed", std::to_string(o.seed)}};
+    replace_file(o.out / "optimizer.safetensors",
+                 [&](const fs::path& p) { shaped::io::write_safetensors(p, views, opt_meta); });
+}
+
+// The step to continue from, with the model and optimizer as the checkpoint left them.
+template <class Preset, class Model, class Optimizer>
+std::size_t load_checkpoint(const options& o, Model& model, Optimizer& opt) {
+    const shaped::io::safetensors_file state(o.out / "optimizer.safetensors");
+    const auto& meta = state.metadata();
+    const auto field = [&](const std::string& key) {
+        const auto found = meta.find(key);
+        if (found == meta.end()) throw std::runtime_error(state.path().string() + ": no \"" + key + "\" in its metadata");
+        return found->second;
+    };
+    if (field("preset") != Preset::name)
+        throw std::runtime_error(state.path().string() + ": a checkpoint of preset " + field("preset") + ", not " +
+                                 std::string(Preset::name));
+    if (field("seed") != std::to_string(o.seed))
+        throw std::runtime_error(state.path().string() + ": a checkpoint of seed " + field("seed") + ", not " +
+                                 std::to_string(o.seed) + " (pass --seed " + field("seed") + ")");
+    const auto step = parse_number<std::size_t>("the checkpoint's step", field("step"));
+    shaped::io::load_parameters(model, o.out / "model.safetensors");
+    shaped::io::load_parameters(opt.exp_avg().storage(), state, "exp_avg.");
+    shaped::io::load_parameters(opt.exp_avg_sq().storage(), state, "exp_avg_sq.");
+    opt.set_steps(step);
+    return step;
+}
+
+// ---- training --------------------------------------------------------------------------------
+
+template <class Preset>
+int train(const options& o, const processes& world) {
+    using Model = typename Preset::model_type;
+    using B = typename Preset::batch_dim;
+    using T = typename Preset::time_dim;
+    using Trainer = shaped::train::trainer<Model, B, T>;
+    if (o.accumulate % world.size() != 0)
+        throw usage_error("--accumulate " + std::to_string(o.accumulate) + " is not a multiple of the " +
+                          std::to_string(world.size()) + " processes");
+
+    const auto tokens = tokenize<Preset>(o);
+    const auto val_size = static_cast<std::size_t>(static_cast<double>(tokens.size()) * o.val_fraction);
+    const token_split data{{tokens.begin(), tokens.end() - static_cast<std::ptrdiff_t>(val_size)},
+                           {tokens.end() - static_cast<std::ptrdiff_t>(val_size), tokens.end()}};
+    if (data.train.size() <= T::extent + 1 || data.val.size() <= T::extent + 1)
+        throw std::runtime_error(o.text.string() + ": " + std::to_string(tokens.size()) +
+                                 " ids are too few for windows of " + std::to_string(T::extent + 1) + " in both splits");
+
+    shaped::Generator init(o.seed);
+    auto model = std::make_unique<Model>(init);
+    shaped::train::AdamW<Model> opt({.beta1 = o.beta1, .beta2 = o.beta2, .eps = 1e-8, .weight_decay = o.weight_decay});
+    shaped::train::gradients<Model> grads;
+    auto trainer = std::make_unique<Trainer>();
+    const shaped::train::warmup_cosine schedule{.lr = o.lr, .min_lr = o.min_lr.value_or(o.lr / 10), .warmup_steps = o.warmup,
+                                                .decay_steps = o.steps};
+    fs::create_directories(o.out);
+    std::size_t first = 0;
+    if (o.resume) first = load_checkpoint<Preset>(o, *model, opt);
+
+    constexpr std::size_t parameter_bytes = shaped::nn::parameter_bytes<Model>;
+    // Parameters, gradients and AdamW's two moments, and the step's activations: all constants.
+    constexpr std::size_t state_bytes = 4 * parameter_bytes + Trainer::activation_bytes + Trainer::gradient_scratch_bytes;
+    if (world.leads()) {
+        std::cout << "shaped-train: " << Preset::name << ", " << shaped::nn::parameter_count<Model> << " parameters ("
+                  << mib(parameter_bytes) << "; with gradients and AdamW's moments " << mib(4 * parameter_bytes)
+                  << "), activations " << mib(Trainer::activation_bytes) << " and their gradients "
+                  << mib(Trainer::gradient_scratch_bytes) << " for batches of " << B::extent << " x " << T::extent
+                  << "\nshaped-train: " << data.train.size() << " ids train, " << data.val.size() << " validate; "
+                  << o.accumulate << " micro-batch(es) a step over " << world.size() << " process(es)"
+                  << (first ? ", resumed at step " + std::to_string(first) : std::string()) << "\n";
+    }
+
+    shaped::train::batch_ids<B, T> idx, targets;
+    // The mean loss over eval_batches fixed batches of a split (the same batches every time).
+    const auto evaluate = [&](const std::vector<std::int64_t>& split, std::uint64_t which) {
+        double total = 0;
+        for (std::size_t i = 0; i < o.eval_batches; ++i) {
+            draw_batch(split, batch_seed(o.seed ^ which, ~std::uint64_t{0}, i), idx, targets);
+            total += trainer->loss(*model, idx, targets);
+        }
+        return total / static_cast<double>(o.eval_batches);
+    };
+    const auto report = [&](std::size_t step) {
+        const double train_loss = evaluate(data.train, 1), val_loss = evaluate(data.val, 2);
+        if (world.leads()) std::cout << "step " << step << ": train loss " << train_loss << ", val loss " << val_loss << std::endl;
+    };
+
+    std::ofstream log;
+    if (world.leads()) {
+        // A resumed run's log keeps the steps before its checkpoint, and takes up from there.
+        std::vector<std::string> kept{"step\tloss\tlr\tgrad_norm"};
+        std::ifstream previous(o.out / "log.tsv");
+        for (std::string line; first && std::getline(previous, line);)
+            if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) && std::stoull(line) < first) kept.push_back(line);
+        previous.close();
+        log.open(o.out / "log.tsv", std::ios::trunc);
+        for (const auto& line : kept) log << line << '\n';
+        log.precision(17);
+    }
+    const bool terminal = isatty(STDERR_FILENO);
+    const std::size_t checkpoint_every = o.checkpoint_every.value_or(o.eval_every);
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t tokens_per_step = o.accumulate * B::extent * T::extent;
+    for (std::size_t step = first; step < o.steps; ++step) {
+        if (step % o.eval_every == 0) report(step);
+        shaped::train::zero(grads);
+        double loss = 0;
+        for (std::size_t m = world.rank(); m < o.accumulate; m += world.size()) {
+            draw_batch(data.train, batch_seed(o.seed, step, m), idx, targets);
+            loss += trainer->forward_backward(*model, grads, idx, targets, 1.0 / static_cast<double>(o.accumulate));
+        }
+        if (world.size() > 1) {
+            shaped::train::for_each_gradient(grads, [&](std::string_view, auto& g) { world.sum(g.elements()); });
+            world.sum(std::span(&loss, 1));
+        }
+        loss /= static_cast<double>(o.accumulate);
+        const double norm = shaped::train::clip_grad_norm(grads, o.clip);
+        const double lr = schedule(step);
+        opt.step(*model, grads, lr);
+        if (!std::isfinite(loss)) throw std::runtime_error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step));
+        if (world.leads()) {
+            log << step << '\t' << loss << '\t' << lr << '\t' << norm << '\n';
+            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double done = static_cast<double>(step + 1 - first);
+            if (terminal)
+                std::cerr << "\rstep " << step + 1 << "/" << o.steps << "  loss " << loss << "  "
+                          << static_cast<long long>(done * static_cast<double>(tokens_per_step) / seconds) << " tok/s  "
+                          << duration(seconds / done * static_cast<double>(o.steps - step - 1)) << " left   " << std::flush;
+            if ((step + 1) % checkpoint_every == 0 || step + 1 == o.steps) {
+                log.flush();
+                save_checkpoint<Preset>(o, *model, opt, step + 1);
+            }
+        }
+    }
+    if (terminal && world.leads()) std::cerr << '\n';
+    report(o.steps);
+    if (world.leads()) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const std::size_t peak = peak_resident_bytes();
+        std::cout << "shaped-train: " << o.steps - first << " steps in " << duration(seconds) << ", "
+                  << static_cast<long long>(static_cast<double>((o.steps - first) * tokens_per_step) / seconds)
+                  << " tok/s; peak resident " << mib(peak) << ", " << static_cast<double>(peak) / static_cast<double>(state_bytes)
+                  << "x the " << mib(state_bytes) << " of parameters, gradients, moments and activations\n"
+                  << "shaped-train: wrote " << (o.out / "model.safetensors").string() << " (shaped-run "
+                  << (o.out / "model.safetensors").string() << ")\n";
+    }
+    return 0;
+}
+
+template <class... Presets>
+int train_preset(std::tuple<Presets...>*, const options& o, const processes& world) {
+    int status = -1;
+    ((status < 0 && o.preset == Presets::name ? (status = train<Presets>(o, world)) : 0), ...);
+    if (status < 0) {
+        std::string names;
+        ((names += (names.empty() ? "" : ", ") + std::string(Presets::name)), ...);
+        throw usage_error("no preset \"" + o.preset + "\" (compiled in: " + names + "; apps/shaped-train/presets.hpp adds one)");
+    }
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    processes world(&argc, &argv);
+    try {
+        const options o = parse(argc, argv);
+        return train_preset(static_cast<shaped_train::presets*>(nullptr), o, world);
+    } catch (const usage_error& error) {
+        if (world.leads()) std::cerr << "shaped-train: " << error.what() << "\n(shaped-train -h for the flags)\n";
+    } catch (const std::exception& error) {
+        std::string message = error.what();
+        for (char& c : message)
+            if (c == '\n') c = ' ';
+        std::cerr << "shaped-train: " << message << '\n';
+    }
+    world.abort();
+}
