@@ -2,18 +2,21 @@
 // loss, the backward, the gradients clipped to norm 1, one AdamW update (weight decay 0.1 on the
 // matrices and embeddings, betas 0.9 and 0.95), the gradients zeroed for the next — over a batch
 // of B rows of T random ids, fp32. PyTorch's side is nanoGPT's GPT with loss.backward(),
-// clip_grad_norm_ and torch.optim.AdamW (single-tensor, foreach=False), same shapes
-// (bench/torch_reference.py). No hand-written baseline: a model's backward by hand is what
-// train/gpt.hpp is.
+// clip_grad_norm_ and torch.optim.AdamW (single-tensor, foreach=False), same configs, batches
+// and settings (bench/torch_reference.py). No hand-written baseline: a model's backward by hand
+// is what train/gpt.hpp is.
 //
 //   train/char_gpt_B16_T64            a character-level GPT: vocab 256 (bytes), context 64, 4
-//                                     layers, 4 heads, 128 channels, exact GELU
-//   train/gpt2_2layers_B1_T256_C768   a stack of two GPT-2 layers (768 channels, 12 heads, tanh
-//                                     GELU) under GPT-2's vocabulary and tied classifier, T 256
+//                                     layers, 4 heads, 128 channels, exact GELU, biases
+//   train/gpt2_2layers_B1_T256_C768   two GPT-2 layers (768 channels, 12 heads, tanh GELU) under
+//                                     GPT-2's vocabulary (50257) and tied classifier, T 256. One
+//                                     row a batch: a step is already about a second on one
+//                                     thread (three quarters of its flops the classifier's)
 //
-// Each counts the tokens of its batch: report.py gives training's tokens/s and ms a step. Before
-// timing, the loss of the step must equal the model's own forward's,
-// models::cross_entropy(model(idx), targets), and a second step on the same batch must lower it.
+// Each counts the tokens of its batch (report.py gives training's tokens/s and ms a step) and the
+// flops of its products, which the sgemm ceiling bounds. Before timing, the loss of a step must
+// equal the model's own forward's, models::cross_entropy(model(idx), targets), and a second step
+// on the same batch must lower it.
 #include "bench_support.hpp"
 
 #include <shaped/shaped.hpp>
@@ -49,6 +52,18 @@ struct training {
             idx.data()[i] = static_cast<std::int64_t>(gen.uniform() * Config::vocab_size);
             targets.data()[i] = static_cast<std::int64_t>(gen.uniform() * Config::vocab_size);
         }
+    }
+
+    // The flops of a step's products: every linear layer's and the tied classifier's forward
+    // product, and its backward's two (the input's gradient and the weight's), 2 flops a
+    // multiply-add; the attention's two products forward and five backward over the causal half
+    // (attention_backward_bench.cpp). The rest (norms, GELU, softmax, AdamW) is not counted.
+    static double step_flops() {
+        constexpr double rows = Batch * Time, c = Config::n_embd, hs = c / Config::n_head;
+        constexpr double layer_weights = 3 * c * c + c * c + 4 * c * c + 4 * c * c;
+        constexpr double products = Config::n_layer * layer_weights + Config::vocab_size * c;
+        constexpr double attention = Config::n_layer * Batch * Config::n_head * 7 * 2 * hs * Time * (Time + 1) / 2;
+        return 3 * 2 * rows * products + attention;
     }
 
     // One step; the loss before it.
@@ -89,6 +104,7 @@ void train_step(benchmark::State& state) {
         benchmark::DoNotOptimize(loss);
     }
     bench::count_tokens(state, static_cast<double>(Case::B::extent * Case::T::extent));
+    bench::count_flops(state, Case::step_flops());
 }
 
 using char_gpt = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 16, 64>;
