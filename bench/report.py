@@ -9,7 +9,8 @@ faster shaped is than PyTorch, shaped's time over the baseline's; where the case
 flops, shaped's GFLOP/s and their share of the sgemm ceiling (the baseline sgemm's GFLOP/s);
 where it counts the bytes it reads, its GB/s and their share of the bandwidth ceiling (the
 faster STREAM-like case's); where it counts tokens, its tokens/s and PyTorch's, and below the
-table what a token costs each implementation (us per token).
+table what a token costs each implementation (us per token) or, for a training step, its ms a
+step, steps/s and tokens/s of training.
 Each time is the fastest of the repetitions (other work on the machine only ever adds time).
 Single-threaded runs compare process CPU time, which another process on the machine disturbs
 less than wall time; multi-threaded runs compare wall time.
@@ -35,6 +36,11 @@ STORIES = "llama/stories260k_N256"
 # context with all 12 key/value heads and with 4.
 STORIES110M = "llama/stories110m_P16_N128"
 LONG_CONTEXT = "llama/stories110m_ctx960_N64_kv"
+# Training steps (train_bench.cpp) and the fused attention backward (attention_backward_bench.cpp).
+TRAINING = "train/"
+CHAR_GPT = "train/char_gpt_B16_T64"
+GPT2_LAYERS = "train/gpt2_2layers_B1_T256_C768"
+ATTENTION_BACKWARD = "attention_backward/B1_NH12_T1024_HS64"
 NAMED = {
     "llama/stories260k_c_loops_N256": (STORIES, "baseline"),
     "llama/stories260k_shaped_N256": (STORIES, "shaped"),
@@ -122,11 +128,16 @@ def build_rows(times, counters, torch_cases, clock):
 
 
 def order(row):
-    kinds = ["head", "prefill", "attention_core", "decode", "recompute", "generate", "llama", "sgemm", "stream"]
+    kinds = ["head", "prefill", "attention_core", "attention_backward", "decode", "recompute", "generate", "llama",
+             "train", "sgemm", "stream"]
     kind = row["case"].split("/")[0]
     rank = kinds.index(kind) if kind in kinds else len(kinds)
     numbers = [int(n) for n in re.findall(r"\d+", row["case"])]
-    return (rank, numbers[1:2] + numbers if kind == "prefill" or kind == "attention_core" else numbers, row["case"])
+    if kind == "prefill" or kind == "attention_core":
+        numbers = numbers[1:2] + numbers
+    elif kind == "train":
+        numbers = []  # by name: the small model first
+    return (rank, numbers, row["case"])
 
 
 def duration(seconds):
@@ -165,10 +176,10 @@ def table(rows):
 
 
 def per_token(rows):
-    """What a token costs each implementation of the cases that count tokens."""
+    """What a token costs each implementation of the cases that count tokens (but training's)."""
     lines = []
     for r in rows:
-        if not r.get("tokens"):
+        if not r.get("tokens") or r["case"].startswith(TRAINING):
             continue
         costs = [] if r.get("us_per_token") else ["shaped missing"]
         for impl, prefix in (("shaped", ""), ("baseline", "baseline_"), ("PyTorch", "pytorch_")):
@@ -177,6 +188,36 @@ def per_token(rows):
                 costs.append(f"{impl} {us:.1f} us ({r[prefix + 'tokens_per_second']:.0f} tokens/s)")
         lines.append(f"  {r['case']}: " + ", ".join(costs))
     return "\n".join(lines)
+
+
+def training(rows):
+    """What a training step costs each implementation: ms a step, steps/s, tokens/s of training."""
+    lines = []
+    for r in rows:
+        if not r["case"].startswith(TRAINING):
+            continue
+        costs = [] if r.get("shaped") else ["shaped missing"]
+        for impl, key in (("shaped", "shaped"), ("PyTorch", "pytorch")):
+            seconds = r.get(key)
+            if seconds:
+                steps = f"{impl} {seconds * 1e3:.1f} ms a step ({1 / seconds:.2f} steps/s"
+                tokens = r.get(("" if key == "shaped" else key + "_") + "tokens_per_second")
+                costs.append(steps + (f", {tokens:.0f} tokens/s)" if tokens else ")"))
+        lines.append(f"  {r['case']}: " + ", ".join(costs))
+    return "\n".join(lines)
+
+
+def step_target(row, ceiling):
+    """A training row's measured text: each side's ms a step and tokens/s, the ratio, and its
+    products' GFLOP/s against the ceiling."""
+    s, t = row.get("shaped"), row.get("pytorch")
+    if not (s and t):
+        return "missing"
+    text = (f"{s * 1e3:.1f} vs {t * 1e3:.1f} ms a step, {row['tokens_per_second']:.0f} vs "
+            f"{row['pytorch_tokens_per_second']:.0f} tokens/s = {t / s:.2f}x")
+    if row.get("gflops") and ceiling:
+        text += f"; its products at {row['gflops']:.1f} GFLOP/s = {100 * row['share_of_ceiling']:.0f}% of sgemm's {ceiling:.1f}"
+    return text
 
 
 def targets(rows, ceiling, bandwidth, memory):
@@ -253,6 +294,29 @@ def targets(rows, ceiling, bandwidth, memory):
         add("that shape with 4 key/value heads, decoding at context 960: the cache's bytes and a token's time shrink",
             False, "missing")
 
+    char_gpt = by_case.get(CHAR_GPT, {})
+    x = char_gpt.get("speedup_vs_pytorch")
+    measured = step_target(char_gpt, ceiling)
+    if x and char_gpt.get("flops") and ceiling:
+        # What 3x would ask of the products alone, whatever else a step does.
+        needed = char_gpt["flops"] * 3 / char_gpt["pytorch"] / 1e9
+        measured += f"; 3x PyTorch needs {needed:.0f} GFLOP/s of its products, {100 * needed / ceiling:.0f}% of sgemm"
+    add("training step, nanoGPT's character GPT (vocab 256, context 64, 4 layers, 4 heads, 128 channels; B 16, T 64; "
+        "forward, backward, clip 1.0, AdamW): >= 3x PyTorch eager's steps/s", x is not None and x >= 3, measured)
+
+    gpt2_layers = by_case.get(GPT2_LAYERS, {})
+    x = gpt2_layers.get("speedup_vs_pytorch")
+    add("training step, two GPT-2 layers (C 768, 12 heads, vocab 50257, tied classifier; B 1, T 256): >= 1.3x "
+        "PyTorch eager's steps/s", x is not None and x >= 1.3, step_target(gpt2_layers, ceiling))
+
+    backward = by_case.get(ATTENTION_BACKWARD, {})
+    share = backward.get("share_of_ceiling")
+    x = backward.get("speedup_vs_pytorch")
+    add("attention backward (1, 12 heads, T 1024, HS 64), fused: >= 50% of the sgemm ceiling's GFLOP/s (5 products "
+        "over the causal half)", share is not None and share >= 0.5,
+        f"{backward['gflops']:.1f} GFLOP/s = {100 * share:.0f}% of {ceiling:.1f}" +
+        (f"; {x:.1f}x PyTorch's autograd" if x else "") if share else "missing")
+
     ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None
     add("shaped vs hand-written baseline: no slower than 1.1x in any case", worst is not None and worst[1] <= 1.1,
@@ -290,6 +354,10 @@ def main():
     if costs:
         print("\nper token:")
         print(costs)
+    steps = training(rows)
+    if steps:
+        print("\ntraining:")
+        print(steps)
     if memory:
         print(f"\nshaped-run {shlex.join(memory['arguments'])}: peak resident {memory['peak_rss_bytes'] / 2**20:.0f} MiB; "
               f"weights {memory['weights_bytes'] / 2**20:.0f} MiB, caches {memory['cache_bytes'] / 2**20:.0f} MiB")

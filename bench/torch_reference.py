@@ -11,6 +11,7 @@ otherwise; both are written).
 """
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -97,36 +98,57 @@ class CausalSelfAttention(nn.Module):
 # ---- case 5: generation with GPT-2 124M's shape ------------------------------------------
 
 class Block(nn.Module):
-    """nanoGPT's Block with GPT-2's tanh GELU, decoding through its attention's cache."""
+    """nanoGPT's Block (no dropout), with GPT-2's tanh GELU (gelu='tanh') or nanoGPT's exact one
+    (gelu='none'); forward for training, decode through its attention's cache."""
 
-    def __init__(self, n_embd, n_head, block_size):
+    def __init__(self, n_embd, n_head, block_size, gelu='tanh'):
         super().__init__()
         self.ln_1 = nn.LayerNorm(n_embd)
         self.attn = CausalSelfAttention(n_embd, n_head, block_size)
         self.ln_2 = nn.LayerNorm(n_embd)
         self.c_fc = nn.Linear(n_embd, 4 * n_embd)
         self.c_proj = nn.Linear(4 * n_embd, n_embd)
+        self.gelu = gelu
+
+    def mlp(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate=self.gelu))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
 
     def decode(self, x, cache):
         y, cache = self.attn.decode(self.ln_1(x), cache)
         x = x + y
-        x = x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate='tanh'))
-        return x, cache
+        return x + self.mlp(self.ln_2(x)), cache
 
 
 class GPT(nn.Module):
-    """nanoGPT's GPT (lm_head tied to wte) decoding with one torch.cat cache per block, as
-    Hugging Face's GPT2LMHeadModel does with past_key_values."""
+    """nanoGPT's GPT (lm_head tied to wte, no dropout): forward(idx, targets) for training, and
+    decoding with one torch.cat cache per block, as Hugging Face's GPT2LMHeadModel does with
+    past_key_values."""
 
-    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd):
+    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd, gelu='tanh'):
         super().__init__()
         self.wte = nn.Embedding(vocab_size, n_embd)
         self.wpe = nn.Embedding(block_size, n_embd)
-        self.h = nn.ModuleList([Block(n_embd, n_head, block_size) for _ in range(n_layer)])
+        self.h = nn.ModuleList([Block(n_embd, n_head, block_size, gelu) for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(n_embd)
-        for p in self.parameters():
+        for name, p in self.named_parameters():
             if p.dim() == 2:
-                nn.init.normal_(p, std=0.02)
+                std = 0.02 / math.sqrt(2 * n_layer) if name.endswith('c_proj.weight') else 0.02
+                nn.init.normal_(p, std=std)
+            elif name.endswith('bias'):
+                nn.init.zeros_(p)
+
+    def forward(self, idx, targets):
+        """The logits (B, T, V) and F.cross_entropy's mean loss, as nanoGPT's forward."""
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1)))
+        for block in self.h:
+            x = block(x)
+        logits = F.linear(self.ln_f(x), self.wte.weight)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
 
     def decode(self, idx, caches):
         """idx (B, T) after the positions the caches hold: the logits (B, T, V), the caches grown."""
@@ -148,6 +170,38 @@ def generate_greedy(model, prompt, new_tokens):
         if step + 1 < new_tokens:
             logits, caches = model.decode(ids[-1], caches)
     return torch.cat(ids, dim=1)
+
+
+# ---- training: nanoGPT's step, and the attention's backward ---------------------------------
+
+def configure_optimizer(model, lr, weight_decay=0.1, betas=(0.9, 0.95)):
+    """nanoGPT's configure_optimizers: weight decay on the parameters of two or more dims, the
+    single-tensor AdamW (foreach=False; fused=False where this torch has the option)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    extra = {"fused": False} if "fused" in inspect.signature(torch.optim.AdamW).parameters else {}
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, foreach=False, **extra)
+
+
+def training_step(model, optimizer, idx, targets):
+    """One step of nanoGPT's train.py (one micro-batch, no scaler): forward, backward, the
+    gradients clipped to norm 1, the update, the gradients freed. Returns the loss."""
+    with torch.enable_grad():
+        _, loss = model(idx, targets)
+        loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
+
+
+def causal_attention(q, k, v):
+    """The attention core as nanoGPT's fallback writes it: (B, nh, T, hs) -> (B, nh, T, hs)."""
+    T = q.size(-2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+    att = att.masked_fill(torch.tril(torch.ones(T, T)).view(1, 1, T, T) == 0, float('-inf'))
+    return F.softmax(att, dim=-1) @ v
 
 
 # ---- timing --------------------------------------------------------------------------------
@@ -223,6 +277,35 @@ def cases(only):
         model = GPT(vocab_size=50257, block_size=1024, n_layer=12, n_head=12, n_embd=768)
         prompt = (torch.arange(prompt_length) * 7919 % 50257).view(1, prompt_length)
         yield name, lambda: generate_greedy(model, prompt, new_tokens)
+
+
+    # The training steps of train_bench.cpp: the same configs, batches and optimizer settings;
+    # random ids (the work does not depend on them).
+    for name, (vocab, block, layers, heads, channels, gelu), (B, T) in [
+            ("train/char_gpt_B16_T64", (256, 64, 4, 4, 128, 'none'), (16, 64)),
+            ("train/gpt2_2layers_B1_T256_C768", (50257, 256, 2, 12, 768, 'tanh'), (1, 256))]:
+        if only and only not in name:
+            continue
+        model = GPT(vocab, block, layers, heads, channels, gelu)
+        optimizer = configure_optimizer(model, lr=6e-4)
+        idx, targets = torch.randint(vocab, (B, T)), torch.randint(vocab, (B, T))
+        yield name, lambda model=model, optimizer=optimizer, idx=idx, targets=targets: training_step(
+            model, optimizer, idx, targets)
+
+    # attention_backward_bench.cpp: autograd's backward of the attention core, the forward
+    # (and the probabilities autograd keeps from it) outside the timing.
+    B, nh, T, hs = 1, 12, 1024, 64
+    name = f"attention_backward/B{B}_NH{nh}_T{T}_HS{hs}"
+    if not only or only in name:
+        with torch.enable_grad():
+            q, k, v = (torch.randn(B, nh, T, hs, requires_grad=True) for _ in range(3))
+            out = causal_attention(q, k, v)
+        dout = torch.randn(B, nh, T, hs)
+
+        def backward(out=out, inputs=(q, k, v), dout=dout):
+            with torch.enable_grad():
+                return torch.autograd.grad(out, inputs, dout, retain_graph=True)
+        yield name, backward
 
 
 def main():
