@@ -15,7 +15,10 @@ using compiled_gpt_configs = std::tuple<
     shaped::models::gpt2_774m,
     // The parity fixtures' tiny GPT-2 (tests/parity/fixtures/hf_gpt2/) and nanoGPT GPT (gpt.safetensors).
     shaped::models::gpt_config<67, 64, 2, 3, 24, shaped::nn::activation::gelu_tanh>,
-    shaped::models::gpt_config<67, 16, 2, 3, 24>>;
+    shaped::models::gpt_config<67, 16, 2, 3, 24>,
+    // shaped-train's presets (apps/shaped-train/presets.hpp): gpt-char and gpt-bpe.
+    shaped::models::gpt_config<256, 64, 4, 4, 128>,
+    shaped::models::gpt_config<50257, 64, 4, 4, 128>>;
 
 using compiled_llama_configs = std::tuple<
     shaped::models::stories260k,

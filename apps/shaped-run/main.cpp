@@ -135,6 +135,9 @@ struct text_side {
     std::function<std::string(const std::vector<token_id>&)> decode;   // the prompt's text
     std::function<std::string(token_id)> next;                         // each new id's text, as it comes
     std::function<std::string()> flush;                                // what is held back at the end
+    // A vocabulary of bytes has no id that starts or ends a text: it starts after a newline and
+    // runs to the step count.
+    bool bytes = false;
 };
 
 // The folder a checkpoint's tokenizer files are looked for in: the directory, or the file's.
@@ -149,6 +152,17 @@ struct gpt_family {
     // GPT-2's BPE files beside the checkpoint, Hugging Face's names or OpenAI's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
+        if (says_bytes(opts.checkpoint)) {
+            if (Config::vocab_size != shaped::text::byte_tokenizer::vocab_size)
+                throw std::runtime_error(opts.checkpoint.string() + ": its metadata says its ids are bytes, but its vocabulary has " +
+                                         std::to_string(Config::vocab_size) + " ids, not 256");
+            const auto stream = std::make_shared<shaped::text::utf8_stream>();
+            const shaped::text::byte_tokenizer bytes;
+            return text_side{[=](const std::string& text) { return bytes.encode(text); },
+                             [=](const std::vector<token_id>& ids) { return bytes.decode(ids); },
+                             [=](token_id id) { return stream->push(bytes.decode(id)); }, [=] { return stream->flush(); },
+                             true};
+        }
         const fs::path dir = beside(opts.checkpoint);
         const bool hf = fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt");
         const bool openai = fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe");
@@ -158,6 +172,14 @@ struct gpt_family {
         return text_side{[=](const std::string& text) { return tokenizer->encode(text); },
                          [=](const std::vector<token_id>& ids) { return tokenizer->decode(ids); },
                          [=](token_id id) { return stream->decode(id); }, [=] { return stream->flush(); }};
+    }
+    // A nanoGPT safetensors file whose metadata says {"tokenizer": "bytes"} (shaped-train's of a
+    // character-level model): its ids are a text's bytes.
+    static bool says_bytes(const fs::path& checkpoint) {
+        if (fs::is_directory(checkpoint)) return false;
+        const auto& metadata = shaped::io::safetensors_file(checkpoint).metadata();
+        const auto found = metadata.find("tokenizer");
+        return found != metadata.end() && found->second == "bytes";
     }
     // GPT-2 starts a text after <|endoftext|>, its last id, and ends one with it.
     template <class Config>
@@ -204,15 +226,16 @@ int run(const options& opts) {
     const auto model = Family::template load<Config>(opts.checkpoint);
     using Model = typename std::remove_cvref_t<decltype(*model)>;
     std::vector<token_id> prompt = text ? text->encode(opts.prompt) : parse_ids(opts.prompt, Model::vocab_dim::extent);
-    if (prompt.empty()) prompt.push_back(Family::template first_id<Config>);
+    if (prompt.empty()) prompt.push_back(text && text->bytes ? token_id{'\n'} : Family::template first_id<Config>);
 
     const bool show_text = text && !opts.print_ids;
     if (show_text) std::cout << text->decode(prompt) << std::flush;
     shaped::Generator gen(opts.seed);
     const shaped::models::generation how{
         .max_new_tokens = opts.steps,
-        .end_token = text || Family::ends_without_tokenizer ? std::optional<token_id>(Family::template end_id<Config>)
-                                                            : std::nullopt,
+        .end_token = (text && !text->bytes) || (!text && Family::ends_without_tokenizer)
+                         ? std::optional<token_id>(Family::template end_id<Config>)
+                         : std::nullopt,
         .how = {.temperature = opts.temperature, .top_k = opts.top_k, .top_p = opts.top_p}};
     const auto start = std::chrono::steady_clock::now();
     const auto out = shaped::models::generate(*model, {prompt}, how, gen, [&](std::size_t, token_id id) {

@@ -65,13 +65,14 @@ struct options {
     std::optional<std::size_t> checkpoint_every;  // eval_every
     std::uint64_t seed = 1337;
     bool resume = false;
+    std::optional<std::size_t> stop_at;  // stop after this step, checkpointed, to --resume later
 };
 
 constexpr std::string_view usage =
     "usage: shaped-train TEXT -o OUT [--preset NAME] [--tokenizer DIR] [--steps N] [--accumulate K]\n"
     "                    [--lr LR] [--min-lr LR] [--warmup N] [--weight-decay W] [--beta2 B] [--clip C]\n"
     "                    [--val-fraction F] [--eval-every N] [--eval-batches N] [--checkpoint-every N]\n"
-    "                    [--seed S] [--resume]\n"
+    "                    [--seed S] [--resume] [--stop-at N]\n"
     "  TEXT               the training text (its first 1 - F trains, the rest validates)\n"
     "  -o OUT             the folder for model.safetensors, optimizer.safetensors and log.tsv\n"
     "  --preset NAME      gpt-char (bytes) or gpt-bpe (GPT-2's BPE; --tokenizer DIR) (gpt-char)\n"
@@ -83,7 +84,8 @@ constexpr std::string_view usage =
     "  --eval-every N     train and validation loss over --eval-batches batches (20) every N steps (250)\n"
     "  --checkpoint-every N  write the checkpoint every N steps (--eval-every) and at the end\n"
     "  --seed S           the model's initialisation and every batch (1337)\n"
-    "  --resume           continue from OUT's checkpoint, as if never stopped\n";
+    "  --resume           continue from OUT's checkpoint, as if never stopped\n"
+    "  --stop-at N        stop after step N (of --steps), its checkpoint written, to --resume later\n";
 
 struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -123,6 +125,7 @@ options parse(int argc, char** argv) {
         else if (arg == "--checkpoint-every") o.checkpoint_every = parse_number<std::size_t>(arg, value());
         else if (arg == "--seed") o.seed = parse_number<std::uint64_t>(arg, value());
         else if (arg == "--resume") o.resume = true;
+        else if (arg == "--stop-at") o.stop_at = parse_number<std::size_t>(arg, value());
         else if (arg == "-h" || arg == "--help") {
             std::cout << usage;
             std::exit(0);
@@ -331,6 +334,14 @@ std::size_t load_checkpoint(const options& o, Model& model, Optimizer& opt) {
 
 // ---- training --------------------------------------------------------------------------------
 
+// into += from, gradient by gradient.
+template <class Model>
+void add(const shaped::train::gradients<Model>& into, const shaped::train::gradients<Model>& from) {
+    shaped::train::for_each_gradient(into.storage(), from, [](std::string_view, auto& sum, auto& term) {
+        for (std::size_t i = 0; i < sum.size(); ++i) sum.data()[i] += term.data()[i];
+    });
+}
+
 template <class Preset>
 int train(const options& o, const processes& world) {
     using Model = typename Preset::model_type;
@@ -353,6 +364,9 @@ int train(const options& o, const processes& world) {
     auto model = std::make_unique<Model>(init);
     shaped::train::AdamW<Model> opt({.beta1 = o.beta1, .beta2 = o.beta2, .eps = 1e-8, .weight_decay = o.weight_decay});
     shaped::train::gradients<Model> grads;
+    // A micro-batch's own gradients, when a process takes more than one a step.
+    std::optional<shaped::train::gradients<Model>> micro;
+    if (o.accumulate / world.size() > 1) micro.emplace();
     auto trainer = std::make_unique<Trainer>();
     const shaped::train::warmup_cosine schedule{.lr = o.lr, .min_lr = o.min_lr.value_or(o.lr / 10), .warmup_steps = o.warmup,
                                                 .decay_steps = o.steps};
@@ -362,7 +376,8 @@ int train(const options& o, const processes& world) {
 
     constexpr std::size_t parameter_bytes = shaped::nn::parameter_bytes<Model>;
     // Parameters, gradients and AdamW's two moments, and the step's activations: all constants.
-    constexpr std::size_t state_bytes = 4 * parameter_bytes + Trainer::activation_bytes + Trainer::gradient_scratch_bytes;
+    const std::size_t state_bytes =
+        (micro ? 5 : 4) * parameter_bytes + Trainer::activation_bytes + Trainer::gradient_scratch_bytes;
     if (world.leads()) {
         std::cout << "shaped-train: " << Preset::name << ", " << shaped::nn::parameter_count<Model> << " parameters ("
                   << mib(parameter_bytes) << "; with gradients and AdamW's moments " << mib(4 * parameter_bytes)
@@ -404,13 +419,19 @@ int train(const options& o, const processes& world) {
     const std::size_t checkpoint_every = o.checkpoint_every.value_or(o.eval_every);
     const auto start = std::chrono::steady_clock::now();
     const std::size_t tokens_per_step = o.accumulate * B::extent * T::extent;
-    for (std::size_t step = first; step < o.steps; ++step) {
+    const std::size_t last = std::min(o.steps, o.stop_at.value_or(o.steps));
+    for (std::size_t step = first; step < last; ++step) {
         if (step % o.eval_every == 0) report(step);
         shaped::train::zero(grads);
         double loss = 0;
         for (std::size_t m = world.rank(); m < o.accumulate; m += world.size()) {
             draw_batch(data.train, batch_seed(o.seed, step, m), idx, targets);
-            loss += trainer->forward_backward(*model, grads, idx, targets, 1.0 / static_cast<double>(o.accumulate));
+            // Each micro-batch's gradients on their own, then added: the sum one process forms
+            // is then the sum processes form (with two micro-batches over two, the same bits).
+            const auto& into = micro ? *micro : grads;
+            if (micro) shaped::train::zero(*micro);
+            loss += trainer->forward_backward(*model, into, idx, targets, 1.0 / static_cast<double>(o.accumulate));
+            if (micro) add(grads, *micro);
         }
         if (world.size() > 1) {
             shaped::train::for_each_gradient(grads, [&](std::string_view, auto& g) { world.sum(g.elements()); });
@@ -429,19 +450,19 @@ int train(const options& o, const processes& world) {
                 std::cerr << "\rstep " << step + 1 << "/" << o.steps << "  loss " << loss << "  "
                           << static_cast<long long>(done * static_cast<double>(tokens_per_step) / seconds) << " tok/s  "
                           << duration(seconds / done * static_cast<double>(o.steps - step - 1)) << " left   " << std::flush;
-            if ((step + 1) % checkpoint_every == 0 || step + 1 == o.steps) {
+            if ((step + 1) % checkpoint_every == 0 || step + 1 == last) {
                 log.flush();
                 save_checkpoint<Preset>(o, *model, opt, step + 1);
             }
         }
     }
     if (terminal && world.leads()) std::cerr << '\n';
-    report(o.steps);
+    if (last == o.steps) report(o.steps);
     if (world.leads()) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const std::size_t peak = peak_resident_bytes();
-        std::cout << "shaped-train: " << o.steps - first << " steps in " << duration(seconds) << ", "
-                  << static_cast<long long>(static_cast<double>((o.steps - first) * tokens_per_step) / seconds)
+        std::cout << "shaped-train: " << last - first << " steps in " << duration(seconds) << ", "
+                  << static_cast<long long>(static_cast<double>((last - first) * tokens_per_step) / seconds)
                   << " tok/s; peak resident " << mib(peak) << ", " << static_cast<double>(peak) / static_cast<double>(state_bytes)
                   << "x the " << mib(state_bytes) << " of parameters, gradients, moments and activations\n"
                   << "shaped-train: wrote " << (o.out / "model.safetensors").string() << " (shaped-run "

@@ -1,6 +1,8 @@
 // shaped-run, run as a user runs it: greedy ids from the parity fixtures' tiny GPT-2 directory
 // equal PyTorch's, and a missing file, a truncated safetensors file and a config not compiled in
 // are each one line on stderr and exit status 1.
+#include "app_support.hpp"
+
 #include <shaped/shaped.hpp>
 
 #include <catch2/catch.hpp>
@@ -17,42 +19,14 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-struct result {
-    int status = -1;
-    std::string out;  // stdout
-    std::string err;  // stderr
-};
+using apps_support::lines_of;
+using apps_support::result;
+using apps_support::scratch_dir;
 
 // Runs shaped-run with `args` (a shell-quoted string), capturing both streams.
-result run(const std::string& args, const fs::path& scratch) {
-    const fs::path err_file = scratch / "stderr.txt";
-    const std::string command = std::string(SHAPED_RUN) + " " + args + " 2>" + err_file.string();
-    result r;
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.out.append(buffer, n);
-    const int raw = pclose(pipe);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    std::ifstream err(err_file);
-    r.err.assign(std::istreambuf_iterator<char>(err), std::istreambuf_iterator<char>());
-    return r;
-}
-
-struct scratch_dir {
-    fs::path path = fs::temp_directory_path() / ("shaped_run_test_" + std::to_string(std::random_device{}()));
-    scratch_dir() { fs::create_directories(path); }
-    ~scratch_dir() { fs::remove_all(path); }
-};
+result run(const std::string& args, const fs::path& scratch) { return apps_support::run_program(SHAPED_RUN, args, scratch); }
 
 const fs::path fixtures = SHAPED_FIXTURE_DIR;
-
-std::size_t lines_of(const std::string& text) {
-    std::size_t n = 0;
-    for (char c : text) n += c == '\n';
-    return n;
-}
 
 }  // namespace
 
