@@ -35,7 +35,7 @@ EXAMPLES := section1_attention section2_unit_variance section3_kv_cache section4
 # Debian packages to build and test shaped.
 DEPS_BUILD := g++ clang-14 cmake make pkg-config libxtensor-dev libxsimd-dev \
               xtl-dev libxtensor-blas-dev libopenblas-dev nlohmann-json3-dev catch2 \
-              libbenchmark-dev libclang-rt-14-dev libboost-dev
+              libbenchmark-dev libclang-rt-14-dev libboost-dev libopenmpi-dev openmpi-bin
 # Debian packages only the side-by-side PyTorch scripts need (make fixtures, make bench).
 DEPS_PYTHON := python3-torch python3-numpy
 

@@ -34,6 +34,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -207,24 +208,22 @@ private:
 
 // ---- data ------------------------------------------------------------------------------------
 
-// The text's ids, split: the first (1 - fraction) trains, the rest validates.
+// The text's ids, split in place: the first (1 - fraction) trains, the rest validates.
 struct token_split {
-    std::vector<std::int64_t> train, val;
+    std::span<const shaped::text::token_id> train, val;
 };
 
 template <class Preset>
-std::vector<std::int64_t> tokenize(const options& o) {
+std::vector<shaped::text::token_id> tokenize(const options& o) {
     std::ifstream in(o.text, std::ios::binary);
     if (!in) throw std::runtime_error(o.text.string() + ": cannot be read");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<shaped::text::token_id> ids;
     if constexpr (Preset::tokenizer == shaped_train::tokenizer_kind::bytes) {
-        ids = shaped::text::byte_tokenizer().encode(text);
+        return shaped::text::byte_tokenizer().encode(text);
     } else {
         if (!o.tokenizer) throw usage_error(std::string(Preset::name) + " needs --tokenizer DIR (GPT-2's vocab.json and merges.txt)");
-        ids = shaped::text::gpt2_tokenizer(*o.tokenizer).encode(text);
+        return shaped::text::gpt2_tokenizer(*o.tokenizer).encode(text);
     }
-    return {ids.begin(), ids.end()};
 }
 
 // splitmix64: a seed for each (run seed, step, micro-batch), so that any step's batches can be
@@ -241,7 +240,7 @@ std::uint64_t batch_seed(std::uint64_t seed, std::uint64_t step, std::uint64_t m
 
 // B windows of T + 1 ids at random starts, as nanoGPT's get_batch: ids, and the next ids as targets.
 template <class B, class T>
-void draw_batch(const std::vector<std::int64_t>& tokens, std::uint64_t seed, shaped::train::batch_ids<B, T>& idx,
+void draw_batch(std::span<const shaped::text::token_id> tokens, std::uint64_t seed, shaped::train::batch_ids<B, T>& idx,
                 shaped::train::batch_ids<B, T>& targets) {
     shaped::Generator gen(seed);
     const std::size_t starts = tokens.size() - T::extent;
@@ -354,8 +353,8 @@ int train(const options& o, const processes& world) {
 
     const auto tokens = tokenize<Preset>(o);
     const auto val_size = static_cast<std::size_t>(static_cast<double>(tokens.size()) * o.val_fraction);
-    const token_split data{{tokens.begin(), tokens.end() - static_cast<std::ptrdiff_t>(val_size)},
-                           {tokens.end() - static_cast<std::ptrdiff_t>(val_size), tokens.end()}};
+    const std::span<const shaped::text::token_id> all(tokens);
+    const token_split data{all.first(tokens.size() - val_size), all.last(val_size)};
     if (data.train.size() <= T::extent + 1 || data.val.size() <= T::extent + 1)
         throw std::runtime_error(o.text.string() + ": " + std::to_string(tokens.size()) +
                                  " ids are too few for windows of " + std::to_string(T::extent + 1) + " in both splits");
@@ -390,7 +389,7 @@ int train(const options& o, const processes& world) {
 
     shaped::train::batch_ids<B, T> idx, targets;
     // The mean loss over eval_batches fixed batches of a split (the same batches every time).
-    const auto evaluate = [&](const std::vector<std::int64_t>& split, std::uint64_t which) {
+    const auto evaluate = [&](std::span<const shaped::text::token_id> split, std::uint64_t which) {
         double total = 0;
         for (std::size_t i = 0; i < o.eval_batches; ++i) {
             draw_batch(split, batch_seed(o.seed ^ which, ~std::uint64_t{0}, i), idx, targets);

@@ -50,25 +50,6 @@ std::vector<double> losses(const fs::path& out) {
     return found;
 }
 
-// Every tensor of two checkpoints' models, element by element, to tolerance.
-void require_same_parameters(const fs::path& a, const fs::path& b, double tolerance) {
-    const shaped::io::safetensors_file one(a), other(b);
-    REQUIRE(one.names() == other.names());
-    using Model = shaped::models::GPT<shaped::models::gpt_config<256, 64, 4, 4, 128>>;
-    auto first = std::make_unique<Model>(), second = std::make_unique<Model>();
-    shaped::io::load_parameters(*first, one);
-    shaped::io::load_parameters(*second, other);
-    std::vector<float> values;
-    shaped::nn::for_each_parameter(*first, [&](std::string_view, auto& p) { values.insert(values.end(), p.data(), p.data() + p.size()); });
-    std::size_t i = 0;
-    shaped::nn::for_each_parameter(*second, [&](std::string_view name, auto& p) {
-        for (const float v : p.elements()) {
-            INFO(name);
-            REQUIRE(std::abs(v - values[i++]) <= tolerance);
-        }
-    });
-}
-
 // A short run's flags: a fast schedule, a cheap evaluation.
 const std::string short_run = "--steps 30 --warmup 5 --lr 3e-3 --eval-every 10 --eval-batches 2";
 
@@ -112,6 +93,28 @@ TEST_CASE("a shaped-train run stopped and resumed takes the steps an unbroken ru
 }
 
 #if defined(SHAPED_MPIEXEC)
+namespace {
+// Every tensor of two checkpoints' models, element by element, to tolerance.
+void require_same_parameters(const fs::path& a, const fs::path& b, double tolerance) {
+    const shaped::io::safetensors_file one(a), other(b);
+    REQUIRE(one.names() == other.names());
+    using Model = shaped::models::GPT<shaped::models::gpt_config<256, 64, 4, 4, 128>>;
+    auto first = std::make_unique<Model>(), second = std::make_unique<Model>();
+    shaped::io::load_parameters(*first, one);
+    shaped::io::load_parameters(*second, other);
+    std::vector<float> values;
+    shaped::nn::for_each_parameter(*first, [&](std::string_view, auto& p) { values.insert(values.end(), p.data(), p.data() + p.size()); });
+    std::size_t i = 0;
+    shaped::nn::for_each_parameter(*second, [&](std::string_view name, auto& p) {
+        for (const float v : p.elements()) {
+            INFO(name);
+            REQUIRE(std::abs(v - values[i++]) <= tolerance);
+        }
+    });
+}
+
+}  // namespace
+
 TEST_CASE("two shaped-train processes under mpirun reach one process's parameters", "[apps][shaped_train][mpi]") {
     scratch_dir scratch;
     const fs::path one = scratch.path / "one", two = scratch.path / "two";

@@ -116,7 +116,7 @@ TEST_CASE("the counter sees tensor storage and operator new", "[memory]") {
     CHECK(c.count() == 1);
 }
 
-TEST_CASE("small static tensors allocate nothing; large ones once", "[memory]") {
+TEST_CASE("small static tensors allocate nothing, large ones once", "[memory]") {
     using T = shaped::dim<"T", 4>;
     using C = shaped::dim<"C", 6>;
     counting c;
@@ -309,7 +309,7 @@ TEMPLATE_TEST_CASE("wei = softmax(wei) in place", "[memory][aliasing]", float, d
     }
 }
 
-TEST_CASE("overlapping views: x[1:4] = x[0:3] copies as if through a temporary", "[memory][aliasing]") {
+TEST_CASE("overlapping views: x(1 to 3) = x(0 to 2) copies as if through a temporary", "[memory][aliasing]") {
     shaped::Tensor<double, B, Td> x(Td{5});
     ref::fill(x, 12);
     const auto before = ref::values(x);

@@ -116,7 +116,7 @@ TEST_CASE("merge of a transposed tensor is evaluated, as .transpose().contiguous
             for (std::size_t c = 0; c < 12; ++c) REQUIRE(merged(b, t, c) == y(b, c / 4, t, c % 4));
 }
 
-TEST_CASE("merge of a view whose dims lie as one is a view; otherwise it names them", "[reshape]") {
+TEST_CASE("merge of a view whose dims lie as one is a view, and otherwise it names them", "[reshape]") {
     shaped::Tensor<float, B, T, NH, HS> x;
     for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i);
     auto first_steps = shaped::slice<T>(x, 0, 2);
@@ -137,7 +137,7 @@ TEST_CASE("merge of a view whose dims lie as one is a view; otherwise it names t
     REQUIRE(joined(1, 2, 3) == x(1, 1, 2, 3));
 }
 
-TEST_CASE("merge into a dynamic dim takes the product; into a static one checks it", "[reshape]") {
+TEST_CASE("merge into a dynamic dim takes the product, and into a static one checks it", "[reshape]") {
     shaped::Tensor<float, B, T, NH, HS> x;
     auto flat = shaped::merge<NH, HS, Cd>(x);
     static_assert(std::is_same_v<decltype(flat), shaped::View<float, B, T, Cd>>);

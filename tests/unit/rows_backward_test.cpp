@@ -409,7 +409,7 @@ TEST_CASE("cross_entropy_rows: the naive log-softmax's loss, and dlogits its fin
         }
 }
 
-TEST_CASE("cross_entropy_rows: ignored rows are zero and not counted; dlogits is written",
+TEST_CASE("cross_entropy_rows: ignored rows are zero and not counted, and dlogits is written",
           "[rows_backward][cross_entropy]") {
     const std::size_t rows = 6, vocab = 100;
     const auto logits = uniform(rows * vocab, -3, 3, 41);

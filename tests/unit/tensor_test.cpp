@@ -248,7 +248,7 @@ TEST_CASE("randn: mean about 0 and variance about 1 over 100k samples", "[factor
     CHECK(std::all_of(fv.begin(), fv.end(), [](double s) { return std::isfinite(s); }));
 }
 
-TEST_CASE("rand: uniform in [0, 1)", "[factories]") {
+TEST_CASE("rand: uniform from 0 up to but never 1", "[factories]") {
     shaped::Generator gen(5);
     const auto x = shaped::rand<float, N>(gen);
     const auto v = ref::values(x);

@@ -192,7 +192,7 @@ TEMPLATE_TEST_CASE("the GPT's gradients are the loss's central differences, in d
     REQUIRE(checked > 100);
 }
 
-TEST_CASE("accumulated micro-batches add their scaled gradients; float tracks double", "[train]") {
+TEST_CASE("accumulated micro-batches add their scaled gradients, and float tracks double", "[train]") {
     using Model = shaped::models::GPT<TinyConfig<shaped::nn::activation::gelu>, double>;
     using FloatModel = shaped::models::GPT<TinyConfig<shaped::nn::activation::gelu>, float>;
     auto model = drawn_model<Model>(21);
