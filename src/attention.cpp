@@ -3,6 +3,8 @@
 #include <shaped/kernels/attention.hpp>
 #include <shaped/kernels/parallel.hpp>
 
+#include "simd_scratch.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
@@ -16,10 +18,11 @@ namespace shaped::kernels {
 
 namespace {
 
-template <class T>
-using vec = xsimd::batch<T>;
-template <class T>
-inline constexpr std::size_t lanes = vec<T>::size;
+using simd::buffer;
+using simd::lanes;
+using simd::round_up;
+using simd::sized;
+using simd::vec;
 
 // Blocks of queries and keys: a block of scores, its queries, its keys and values and the
 // partial outputs fit in L1 and L2 together.
@@ -42,16 +45,7 @@ inline constexpr std::size_t value_vectors = 4;
 template <class T>
 inline constexpr std::size_t row_padding = std::max(score_rows<T>, value_rows<T>);
 
-constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-template <class T>
-using buffer = std::vector<T, xsimd::aligned_allocator<T>>;
-
-template <class T>
-T* sized(buffer<T>& b, std::size_t n) {
-    if (b.size() < n) b.resize(n);
-    return b.data();
-}
 
 // Per-thread working memory, kept between calls so that a steady state allocates nothing.
 template <class T>
@@ -60,8 +54,7 @@ struct scratch {
 };
 template <class T>
 scratch<T>& thread_scratch() {
-    thread_local scratch<T> s;
-    return s;
+    return simd::thread_scratch<scratch<T>>();
 }
 
 template <class T>

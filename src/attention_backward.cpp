@@ -7,6 +7,8 @@
 #include <shaped/kernels/attention_backward.hpp>
 #include <shaped/kernels/parallel.hpp>
 
+#include "simd_scratch.hpp"
+
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
@@ -19,10 +21,11 @@ namespace shaped::kernels {
 
 namespace {
 
-template <class T>
-using vec = xsimd::batch<T>;
-template <class T>
-inline constexpr std::size_t lanes = vec<T>::size;
+using simd::buffer;
+using simd::lanes;
+using simd::round_up;
+using simd::sized;
+using simd::vec;
 
 // Queries and keys per tile: a pair of tiles' operands and scores fit in L2 together.
 constexpr std::size_t tile = 64;
@@ -36,17 +39,8 @@ template <class T>
 inline constexpr std::size_t block_vectors = lanes<T> * sizeof(T) >= 64 ? 4 : 2;
 static_assert(tile % block_rows == 0);
 
-constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 constexpr std::ptrdiff_t signed_size(std::size_t n) { return static_cast<std::ptrdiff_t>(n); }
 
-template <class T>
-using buffer = std::vector<T, xsimd::aligned_allocator<T>>;
-
-template <class T>
-T* sized(buffer<T>& b, std::size_t n) {
-    if (b.size() < n) b.resize(n);
-    return b.data();
-}
 
 // Per-thread working memory, kept between calls so that a steady state allocates nothing.
 template <class T>
@@ -56,8 +50,7 @@ struct scratch {
 };
 template <class T>
 scratch<T>& thread_scratch() {
-    thread_local scratch<T> s;
-    return s;
+    return simd::thread_scratch<scratch<T>>();
 }
 
 // The largest of v's lanes (xsimd 8 has no reduction for it).

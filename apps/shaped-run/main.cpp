@@ -9,6 +9,7 @@
 // goes to stderr at the end. A file that is missing, corrupt or of a config not compiled in
 // (configs.hpp) is a one-line message on stderr and exit status 1.
 
+#include "../common/command_line.hpp"
 #include "configs.hpp"
 
 #include <shaped/shaped.hpp>
@@ -67,18 +68,9 @@ constexpr std::string_view usage =
     "  --ids           print the generated ids, one a line, instead of text\n"
     "  --encode TEXT   print TEXT's ids as a prompt (a Llama's BOS first), one a line, and exit\n";
 
-// A command line that cannot be run: its one line, then a pointer to -h; exit status 1.
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using shaped_apps::parse_number;
+using shaped_apps::usage_error;
 
-template <class Number>
-Number parse_number(std::string_view flag, const std::string& text) {
-    std::istringstream in(text);
-    Number value{};
-    if (!(in >> value) || !in.eof()) throw usage_error(std::string(flag) + " takes a number, not \"" + text + "\"");
-    return value;
-}
 
 options parse(int argc, char** argv) {
     options out;

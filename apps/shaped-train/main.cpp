@@ -11,6 +11,7 @@
 // learning rate. Under mpirun, each process takes its share of a step's micro-batches and the
 // gradients are summed over all of them (MPI_Allreduce): the same step as one process takes.
 
+#include "../common/command_line.hpp"
 #include "presets.hpp"
 
 #include <shaped/shaped.hpp>
@@ -88,17 +89,9 @@ constexpr std::string_view usage =
     "  --resume           continue from OUT's checkpoint, as if never stopped\n"
     "  --stop-at N        stop after step N (of --steps), its checkpoint written, to --resume later\n";
 
-struct usage_error : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using shaped_apps::parse_number;
+using shaped_apps::usage_error;
 
-template <class Number>
-Number parse_number(std::string_view flag, const std::string& text) {
-    std::istringstream in(text);
-    Number value{};
-    if (!(in >> value) || !in.eof()) throw usage_error(std::string(flag) + " takes a number, not \"" + text + "\"");
-    return value;
-}
 
 options parse(int argc, char** argv) {
     options o;

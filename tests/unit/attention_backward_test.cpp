@@ -4,10 +4,11 @@
 // (B, T, 3C) projection. The backward also against central finite differences of the forward,
 // and serial runs against parallel ones.
 
+#include "threads_for_test.hpp"
+
 #include <shaped/kernels/attention_backward.hpp>
 
 #include <catch2/catch.hpp>
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -255,17 +256,7 @@ struct heads_pair {
     std::size_t heads, kv_heads;
 };
 
-// The threads OpenBLAS, and so shaped's own parallel loops, use while it lives.
-class threads_for_test {
-public:
-    explicit threads_for_test(int n) : before_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
-    ~threads_for_test() { openblas_set_num_threads(before_); }
-    threads_for_test(const threads_for_test&) = delete;
-    threads_for_test& operator=(const threads_for_test&) = delete;
-
-private:
-    int before_;
-};
+using ref::threads_for_test;
 
 }  // namespace
 

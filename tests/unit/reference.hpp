@@ -2,6 +2,8 @@
 // Naive reference kernels and helpers shared by the unit tests: the oracles every fast path is
 // compared against. They work on plain row-major arrays so that they share no code with shaped.
 
+#include "threads_for_test.hpp"
+
 #include <shaped/shaped.hpp>
 
 #include <catch2/catch.hpp>
@@ -16,18 +18,6 @@
 #include <vector>
 
 namespace ref {
-
-// The threads OpenBLAS, and so shaped's own parallel loops, use while it lives.
-class threads_for_test {
-public:
-    explicit threads_for_test(int n) : before_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
-    ~threads_for_test() { openblas_set_num_threads(before_); }
-    threads_for_test(const threads_for_test&) = delete;
-    threads_for_test& operator=(const threads_for_test&) = delete;
-
-private:
-    int before_;
-};
 
 // The elements of a Tensor (or anything evaluated to one), row-major, in double.
 template <class X>

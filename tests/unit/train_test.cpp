@@ -156,6 +156,30 @@ Ids drawn_ids(std::uint64_t seed, std::int64_t vocab) {
     return ids;
 }
 
+// Each parameter's gradient, at a few elements spread over it, against the central difference
+// of the loss in double; the number of elements checked.
+template <class Model, class Trainer>
+std::size_t require_central_differences(Model& model, const shaped::train::gradients<Model>& grads, Trainer& trainer,
+                                        const Ids& idx, const Ids& targets) {
+    const double h = 1e-5;
+    std::size_t checked = 0;
+    shaped::train::for_each_gradient(model, grads, [&](std::string_view name, auto& p, auto& g) {
+        for (std::size_t k = 0; k < p.size(); k += 1 + p.size() / 5) {
+            const double kept = p.data()[k];
+            p.data()[k] = kept + h;
+            const double up = trainer.loss(model, idx, targets);
+            p.data()[k] = kept - h;
+            const double down = trainer.loss(model, idx, targets);
+            p.data()[k] = kept;
+            INFO(name << "[" << k << "]");
+            REQUIRE(g.data()[k] == Approx((up - down) / (2 * h)).epsilon(1e-6).margin(1e-9));
+            ++checked;
+        }
+    });
+    return checked;
+}
+
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("the GPT's gradients are the loss's central differences, in double", "[train]",
@@ -173,23 +197,7 @@ TEMPLATE_TEST_CASE("the GPT's gradients are the loss's central differences, in d
     REQUIRE(loss == Approx(shaped::models::cross_entropy((*model)(idx), targets)).epsilon(1e-12));
     REQUIRE(trainer->loss(*model, idx, targets) == Approx(loss).epsilon(1e-14));
 
-    const double h = 1e-5;
-    std::size_t checked = 0;
-    shaped::train::for_each_gradient(*model, grads, [&](std::string_view name, auto& p, auto& g) {
-        // A few elements of each parameter, spread over it.
-        for (std::size_t k = 0; k < p.size(); k += 1 + p.size() / 5) {
-            const double kept = p.data()[k];
-            p.data()[k] = kept + h;
-            const double up = trainer->loss(*model, idx, targets);
-            p.data()[k] = kept - h;
-            const double down = trainer->loss(*model, idx, targets);
-            p.data()[k] = kept;
-            INFO(name << "[" << k << "]");
-            REQUIRE(g.data()[k] == Approx((up - down) / (2 * h)).epsilon(1e-6).margin(1e-9));
-            ++checked;
-        }
-    });
-    REQUIRE(checked > 100);
+    REQUIRE(require_central_differences(*model, grads, *trainer, idx, targets) > 100);
 }
 
 TEST_CASE("accumulated micro-batches add their scaled gradients, and float tracks double", "[train]") {
@@ -253,22 +261,7 @@ TEMPLATE_TEST_CASE("the Llama's gradients are the loss's central differences, in
     const double loss = trainer->forward_backward(*model, grads, idx, targets);
     REQUIRE(loss == Approx(shaped::models::cross_entropy((*model)(idx), targets)).epsilon(1e-12));
 
-    const double h = 1e-5;
-    std::size_t checked = 0;
-    shaped::train::for_each_gradient(*model, grads, [&](std::string_view name, auto& p, auto& g) {
-        for (std::size_t k = 0; k < p.size(); k += 1 + p.size() / 5) {
-            const double kept = p.data()[k];
-            p.data()[k] = kept + h;
-            const double up = trainer->loss(*model, idx, targets);
-            p.data()[k] = kept - h;
-            const double down = trainer->loss(*model, idx, targets);
-            p.data()[k] = kept;
-            INFO(name << "[" << k << "]");
-            REQUIRE(g.data()[k] == Approx((up - down) / (2 * h)).epsilon(1e-6).margin(1e-9));
-            ++checked;
-        }
-    });
-    REQUIRE(checked > 80);
+    REQUIRE(require_central_differences(*model, grads, *trainer, idx, targets) > 80);
 }
 
 TEST_CASE("a target outside the vocabulary is refused before any gradient changes", "[train]") {
