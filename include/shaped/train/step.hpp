@@ -22,6 +22,7 @@
 #include <shaped/models/gpt.hpp>
 #include <shaped/train/gradients.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
