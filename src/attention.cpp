@@ -19,6 +19,7 @@ namespace shaped::kernels {
 namespace {
 
 using simd::buffer;
+using simd::largest_lane;
 using simd::lanes;
 using simd::round_up;
 using simd::sized;
@@ -45,8 +46,6 @@ inline constexpr std::size_t value_vectors = 4;
 template <class T>
 inline constexpr std::size_t row_padding = std::max(score_rows<T>, value_rows<T>);
 
-
-
 // Per-thread working memory, kept between calls so that a steady state allocates nothing.
 template <class T>
 struct scratch {
@@ -55,15 +54,6 @@ struct scratch {
 template <class T>
 scratch<T>& thread_scratch() {
     return simd::thread_scratch<scratch<T>>();
-}
-
-template <class T>
-T reduce_max(const vec<T>& v) {
-    alignas(64) T lane[lanes<T>];
-    v.store_aligned(lane);
-    T m = lane[0];
-    for (std::size_t i = 1; i < lanes<T>; ++i) m = std::max(m, lane[i]);
-    return m;
 }
 
 // The keys query i (of the matrix's tq) sees are [first_visible_key(i), visible_keys(i)); both
@@ -340,7 +330,7 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
         const auto seen = (lane >= vec<T>(static_cast<T>(from))) && (lane < vec<T>(static_cast<T>(n)));
         const vec<T> scores =
             xsimd::select(seen, (part0 + part1) + (part2 + part3), vec<T>(-std::numeric_limits<T>::infinity()));
-        const vec<T> e = xsimd::exp(scores - vec<T>(reduce_max(scores)));
+        const vec<T> e = xsimd::exp(scores - vec<T>(largest_lane(scores)));
         e.store_aligned(weights);
         const T inv = T{1} / xsimd::hadd(e);
         std::fill(acc, acc + p.dv(), T{0});
@@ -412,7 +402,7 @@ struct online_softmax {
         constexpr std::size_t N = lanes<T>;
         vec<T> m(row[0]);
         for (std::size_t j = 0; j < key_block; j += N) m = xsimd::max(m, vec<T>::load_aligned(row + j));
-        const T new_max = std::max(max[r], reduce_max(m));
+        const T new_max = std::max(max[r], largest_lane(m));
         if (new_max == -std::numeric_limits<T>::infinity()) {  // nothing seen yet
             std::fill(row, row + key_block, T{0});
             rescale[r] = T{1};

@@ -22,6 +22,7 @@ namespace shaped::kernels {
 namespace {
 
 using simd::buffer;
+using simd::largest_lane;
 using simd::lanes;
 using simd::round_up;
 using simd::sized;
@@ -41,7 +42,6 @@ static_assert(tile % block_rows == 0);
 
 constexpr std::ptrdiff_t signed_size(std::size_t n) { return static_cast<std::ptrdiff_t>(n); }
 
-
 // Per-thread working memory, kept between calls so that a steady state allocates nothing.
 template <class T>
 struct scratch {
@@ -51,14 +51,6 @@ struct scratch {
 template <class T>
 scratch<T>& thread_scratch() {
     return simd::thread_scratch<scratch<T>>();
-}
-
-// The largest of v's lanes (xsimd 8 has no reduction for it).
-template <class T>
-T largest_lane(const vec<T>& v) {
-    alignas(64) T lane[lanes<T>];
-    v.store_aligned(lane);
-    return *std::max_element(lane, lane + lanes<T>);
 }
 
 // ---- the product of two tiles ------------------------------------------------------------------
