@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -110,6 +111,20 @@ double cross_entropy(const Logits& logits, const Targets& targets);
 
 namespace detail {
 [[noreturn]] void throw_bad_target(long long target, std::size_t at, std::string_view vocab_name, std::size_t vocab);
+
+// How many targets count (are not -1, F.cross_entropy's ignore_index); a shape_error for the
+// first that is neither -1 nor an id of the vocabulary of `vocab` named vocab_name.
+template <class Id>
+std::size_t counted_targets(std::span<const Id> targets, std::string_view vocab_name, std::size_t vocab) {
+    std::size_t counted = 0;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (std::cmp_equal(targets[i], -1)) continue;
+        if (std::cmp_less(targets[i], 0) || std::cmp_greater_equal(targets[i], vocab))
+            throw_bad_target(static_cast<long long>(targets[i]), i, vocab_name, vocab);
+        ++counted;
+    }
+    return counted;
+}
 }  // namespace detail
 
 template <class Config, class T>
@@ -157,19 +172,16 @@ double cross_entropy(const Logits& logits, const Targets& targets) {
     const auto scores = eval(logits);
     const auto wanted = eval(targets);
     const std::size_t vocab = scores.extents()[rank_of<Logits> - 1];
+    const std::size_t counted = detail::counted_targets(std::span(wanted.data(), wanted.size()), V::name.view(), vocab);
     double total = 0;
-    std::size_t counted = 0;
     for (std::size_t i = 0; i < wanted.size(); ++i) {
         const auto target = wanted.data()[i];
-        if (target == -1) continue;
-        if (target < 0 || static_cast<std::size_t>(target) >= vocab)
-            detail::throw_bad_target(static_cast<long long>(target), i, V::name.view(), vocab);
+        if (std::cmp_equal(target, -1)) continue;
         const auto* row = scores.data() + i * vocab;
         const double top = *std::max_element(row, row + vocab);
         double sum = 0;
         for (std::size_t v = 0; v < vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - top);
         total += top + std::log(sum) - static_cast<double>(row[target]);
-        ++counted;
     }
     return total / static_cast<double>(counted);
 }

@@ -24,26 +24,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <numbers>
 
 namespace shaped::train {
 
 namespace detail {
-
-template <class T>
-T activation_of(kernels::activation_kind f, T x) {
-    switch (f) {
-    case kernels::activation_kind::gelu:
-        return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
-    case kernels::activation_kind::gelu_tanh: {
-        const T k = static_cast<T>(std::sqrt(2.0 / std::numbers::pi));
-        return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
-    }
-    case kernels::activation_kind::silu:
-        return x / (T(1) + std::exp(-x));
-    }
-    return x;
-}
 
 template <class Activation>
 constexpr kernels::activation_kind activation_kind_of() {

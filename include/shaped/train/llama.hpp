@@ -151,7 +151,7 @@ private:
         linear_forward(ff.w1, a.fn.data(), a.h1.data(), rows);
         linear_forward(ff.w3, a.fn.data(), a.h3.data(), rows);
         for (std::size_t i = 0; i < a.gate.size(); ++i)
-            a.gate.data()[i] = a.h1.data()[i] / (T(1) + std::exp(-a.h1.data()[i])) * a.h3.data()[i];
+            a.gate.data()[i] = detail::activation_of(kernels::activation_kind::silu, a.h1.data()[i]) * a.h3.data()[i];
         linear_forward(ff.w2, a.gate.data(), a.out.data(), rows);
         detail::add_rows(a.out.data(), a.residual.data(), rows * C::extent);
     }

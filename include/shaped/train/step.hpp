@@ -23,8 +23,10 @@
 #include <shaped/train/gradients.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <numbers>
 #include <string_view>
 
 namespace shaped::train {
@@ -35,11 +37,6 @@ class trainer;
 // The ids and targets of a training batch: (B, T) integers.
 template <StaticDim B, StaticDim Time>
 using batch_ids = Tensor<std::int64_t, B, Time>;
-
-namespace detail {
-// Every target -1 or an id of the vocabulary, else a shape_error naming it.
-void check_targets(const std::int64_t* targets, std::size_t n, std::string_view vocab_name, std::size_t vocab);
-}  // namespace detail
 
 template <class Derived, class Model, StaticDim B, StaticDim Time>
 class trainer_base {
@@ -55,24 +52,22 @@ public:
     Tensor<value_type, B, Time, vocab_dim> logits;
 
     double loss(const Model& model, const batch_ids<B, Time>& idx, const batch_ids<B, Time>& targets) {
-        check(targets);
+        const std::size_t counted = counted_targets(targets);
         self().forward(model, idx);
         const auto sum = kernels::cross_entropy_rows(logits.data(), targets.data(), rows, vocab_dim::extent, nullptr, 0.0);
-        return sum.loss / static_cast<double>(sum.counted);
+        return sum.loss / static_cast<double>(counted);
     }
 
     template <class G>
         requires detail::gradients_fit<Model, G>
     double forward_backward(const Model& model, const G& grads, const batch_ids<B, Time>& idx,
                             const batch_ids<B, Time>& targets, double loss_scale = 1.0) {
-        check(targets);
+        const std::size_t counted = counted_targets(targets);
         self().forward(model, idx);
-        std::size_t counted = 0;
-        for (std::size_t i = 0; i < rows; ++i) counted += targets.data()[i] != -1;
         const auto sum = kernels::cross_entropy_rows(logits.data(), targets.data(), rows, vocab_dim::extent,
                                                      logits.data(), loss_scale / static_cast<double>(counted));
         self().backward(model, gradient_ref<Model>(grads.storage()), idx);
-        return sum.loss / static_cast<double>(sum.counted);
+        return sum.loss / static_cast<double>(counted);
     }
     template <class G>
         requires(!detail::gradients_fit<Model, G>)
@@ -81,12 +76,29 @@ public:
 
 private:
     Derived& self() { return static_cast<Derived&>(*this); }
-    static void check(const batch_ids<B, Time>& targets) {
-        detail::check_targets(targets.data(), targets.size(), vocab_dim::name.view(), vocab_dim::extent);
+    // The targets that count, every one checked before any work.
+    static std::size_t counted_targets(const batch_ids<B, Time>& targets) {
+        return models::detail::counted_targets(targets.elements(), vocab_dim::name.view(), vocab_dim::extent);
     }
 };
 
 namespace detail {
+
+// f(x) as the forward computes it, the activation whose backward is kernels::activation_backward.
+template <class T>
+T activation_of(kernels::activation_kind f, T x) {
+    switch (f) {
+    case kernels::activation_kind::gelu:
+        return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+    case kernels::activation_kind::gelu_tanh: {
+        const T k = static_cast<T>(std::sqrt(2.0 / std::numbers::pi));
+        return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    case kernels::activation_kind::silu:
+        return x / (T(1) + std::exp(-x));
+    }
+    return x;
+}
 
 template <class T>
 void add_rows(T* y, const T* x, std::size_t n) {
