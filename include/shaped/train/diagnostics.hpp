@@ -13,4 +13,8 @@ struct gradients_of_module : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::train: " SHAPED_RULE_GRADIENTS_OF_MODULE);
 };
 
+// A training batch's T positions fit the positions the model can see, its context P (the
+// position embedding's rows, the rotary angles' length): asserted on the trainer's T and P.
+#define SHAPED_RULE_BATCH_FITS_CONTEXT "a batch's positions T must be at most the model's context P"
+
 }  // namespace shaped::diag

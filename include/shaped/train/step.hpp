@@ -38,9 +38,15 @@ class trainer;
 template <StaticDim B, StaticDim Time>
 using batch_ids = Tensor<std::int64_t, B, Time>;
 
+namespace detail {
+template <StaticDim Time, StaticDim P>
+inline constexpr bool batch_fits_context = Time::extent <= P::extent;
+}  // namespace detail
+
 template <class Derived, class Model, StaticDim B, StaticDim Time>
 class trainer_base {
-    static_assert(Time::extent <= Model::context_dim::extent, "shaped::train::trainer: T is at most the model's context");
+    static_assert(detail::batch_fits_context<Time, typename Model::context_dim>,
+                  "shaped::train::trainer: " SHAPED_RULE_BATCH_FITS_CONTEXT);
 
 public:
     using model_type = Model;
