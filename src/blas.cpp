@@ -28,9 +28,10 @@ blasint blas_int(std::size_t n) {
 // y = alpha * A x + beta * y for a row-major A and a contiguous x, each element of y one row's
 // dot product with x: decoding's x @ W^T, one pass over the whole weight matrix a token.
 // Decoding's tokens/s follow the bandwidth this reaches. OpenBLAS 0.3.21's gemv read GPT-2's
-// matrices slower than a plain streaming loop did on the machine this was written on (and the
-// generate benchmark took 3.11 s against 2.62 s with this loop), so shaped reads the rows
-// itself: a block of rows at a time, each row a stream, x from L1.
+// matrices slower than a plain streaming loop, so shaped reads the rows itself, one after the
+// other: the matrix is then one sequential stream, the pattern hardware prefetchers follow
+// best, and x stays in L1. (Blocks of 8 rows read side by side, each row a short stream
+// prefetched by hand, decoded GPT-2 124M and stories110M 4-8% slower in `make bench`.)
 template <class T>
 struct row_products {
     std::size_t cols;
@@ -42,42 +43,30 @@ struct row_products {
     T* y;
     std::size_t incy;
 
-    // Rows enough to keep the memory system busy with one stream each, and to share a load
-    // of x among them, within the vector registers of any instruction set.
-    static constexpr std::size_t block = 8;
-
     // Rows [first, last) of y.
     void operator()(std::size_t first, std::size_t last) const {
-        std::size_t row = first;
-        for (; row + block <= last; row += block) products<block>(row);
-        for (; row < last; ++row) products<1>(row);
-    }
-
-    template <std::size_t R>
-    void products(std::size_t row) const {
-        using vec = xsimd::batch<T>;
-        constexpr std::size_t lanes = vec::size;
-        const T* rows = a + row * lda;
-        vec sums[R];
-        for (vec& sum : sums) sum = vec(T(0));
-        std::size_t c = 0;
-        // Each row of a block is a stream too short (a few KB) for the hardware prefetcher to
-        // have ramped up before it ends: the next block's rows are asked for while this one's
-        // are read, a line for a line (a prefetch past the matrix's end reads nothing).
-        const T* next = rows + R * lda;
-        for (; c + lanes <= cols; c += lanes) {
-            const vec xs = vec::load_unaligned(x + c);
-            for (std::size_t r = 0; r < R; ++r) {
-                __builtin_prefetch(next + r * lda + c);
-                sums[r] = xsimd::fma(vec::load_unaligned(rows + r * lda + c), xs, sums[r]);
-            }
-        }
-        for (std::size_t r = 0; r < R; ++r) {
-            T sum = xsimd::hadd(sums[r]);
-            for (std::size_t j = c; j < cols; ++j) sum += rows[r * lda + j] * x[j];
-            T& out = y[(row + r) * incy];
+        for (std::size_t row = first; row < last; ++row) {
+            T& out = y[row * incy];
+            const T sum = dot(a + row * lda);
             out = beta == T(0) ? alpha * sum : alpha * sum + beta * out;
         }
+    }
+
+    // One row's product with x, in four independent sums so that the additions keep up with
+    // the loads.
+    T dot(const T* row) const {
+        using vec = xsimd::batch<T>;
+        constexpr std::size_t lanes = vec::size;
+        vec sums[4] = {vec(T(0)), vec(T(0)), vec(T(0)), vec(T(0))};
+        std::size_t c = 0;
+        for (; c + 4 * lanes <= cols; c += 4 * lanes)
+            for (std::size_t i = 0; i < 4; ++i)
+                sums[i] = xsimd::fma(vec::load_unaligned(row + c + i * lanes), vec::load_unaligned(x + c + i * lanes), sums[i]);
+        for (; c + lanes <= cols; c += lanes)
+            sums[0] = xsimd::fma(vec::load_unaligned(row + c), vec::load_unaligned(x + c), sums[0]);
+        T sum = xsimd::hadd((sums[0] + sums[1]) + (sums[2] + sums[3]));
+        for (; c < cols; ++c) sum += row[c] * x[c];
+        return sum;
     }
 };
 
@@ -88,10 +77,8 @@ template <class T>
 void multiply_rows(const row_products<T>& job, std::size_t rows) {
     const std::size_t threads = kernels::thread_count();
     if (threads == 1 || rows * job.cols < parallel_elements) return job(0, rows);
-    // A few chunks a thread, whole blocks each, so that a thread slowed by other work is
-    // made up for by the others.
-    constexpr std::size_t block = row_products<T>::block;
-    const std::size_t per_chunk = std::max(block, rows / (4 * threads) / block * block);
+    // A few chunks a thread, so that a thread slowed by other work is made up for by the others.
+    const std::size_t per_chunk = std::max<std::size_t>(1, rows / (4 * threads));
     const std::size_t chunks = (rows + per_chunk - 1) / per_chunk;
     auto task = [&](std::size_t i) { job(i * per_chunk, std::min(rows, (i + 1) * per_chunk)); };
     kernels::parallel_for(chunks, task);

@@ -78,9 +78,9 @@ TEMPLATE_TEST_CASE("matmul: batched, dynamic dims, against the naive loop", "[ma
 }
 
 // Decoding's products are one row against a weight matrix, x (1, K) @ W (N, K)^T, and a
-// matrix against one column: shaped multiplies their rows itself, a block of rows at a time,
-// a vector of columns at a time, split over the threads when the matrix is large. Sizes just
-// under, at and past a vector (16 floats with AVX-512), a block of 8 rows, and a thread's share.
+// matrix against one column: shaped multiplies their rows itself, a row at a time, four vectors
+// of columns at a time, split over the threads when the matrix is large. Sizes just under, at and
+// past a vector (16 floats with AVX-512), past four, and a thread's share.
 TEMPLATE_TEST_CASE("matmul: a row times a matrix's transpose, and a matrix times a column, against the naive loop",
                    "[matmul]", float, double) {
     using V = TestType;
