@@ -4,6 +4,7 @@
 #include <shaped/models/llama_checkpoint.hpp>
 
 #include "config_json.hpp"
+#include "temporary_file.hpp"
 #include "untrusted_input.hpp"
 
 #include <nlohmann/json.hpp>
@@ -244,6 +245,29 @@ void llama2c_reader::read(std::span<float> out, std::string_view what) {
 void llama2c_reader::skip(std::size_t floats, std::string_view what) {
     in_.seekg(static_cast<std::streamoff>(floats * sizeof(float)), std::ios::cur);
     if (!in_) fail(path_, "ends inside " + std::string(what));
+}
+
+void write_hf_llama_config(const fs::path& path, const llama_checkpoint_config& config) {
+    // What parse_hf_llama_config reads back, and transformers' LlamaConfig takes.
+    const nlohmann::ordered_json json{
+        {"architectures", {"LlamaForCausalLM"}},
+        {"model_type", "llama"},
+        {"hidden_act", "silu"},
+        {"hidden_size", config.dim},
+        {"intermediate_size", config.hidden_dim},
+        {"num_hidden_layers", config.n_layers},
+        {"num_attention_heads", config.n_heads},
+        {"num_key_value_heads", config.n_kv_heads},
+        {"vocab_size", config.vocab_size},
+        {"max_position_embeddings", config.seq_len},
+        {"rms_norm_eps", config.norm_eps},
+        {"rope_theta", config.rope_theta},
+        {"tie_word_embeddings", config.tied_classifier},
+    };
+    const std::string text = json.dump(2) + "\n";
+    io::detail::temporary_file file(path, "shaped::models::save_hf_llama");
+    file.write(std::as_bytes(std::span(text.data(), text.size())));
+    file.commit_as(path);
 }
 
 std::string hf_llama_name(std::string_view name) {

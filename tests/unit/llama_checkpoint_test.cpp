@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -163,4 +164,30 @@ TEST_CASE("a Llama's checkpoint is told from a GPT's", "[llama][io]") {
     std::ofstream(dir / "model.safetensors") << "x";
     CHECK_FALSE(models::is_llama_checkpoint(dir / "model.safetensors"));
     CHECK_FALSE(models::is_llama_checkpoint(dir / "nowhere"));
+}
+
+TEST_CASE("a Llama saved as a Hugging Face directory loads back the same, config and every weight", "[llama][io]") {
+    using Halves = models::llama_config<5, 3, 1, 2, 1, 4, 6, true, shaped::nn::rotary_pairing::halves>;
+    using HalvesUntied = models::llama_config<5, 3, 1, 2, 1, 4, 6, false, shaped::nn::rotary_pairing::halves>;
+    scratch_dir dir;
+    const auto round_trip = [&]<class Config>(Config*, const std::string& name) {
+        shaped::Generator gen(7);
+        const models::Llama<Config> model(gen);
+        models::save_hf_llama(model, dir / name, {{"tokenizer", "bytes"}});
+        CHECK(models::is_llama_checkpoint(dir / name));
+        CHECK(models::config_mismatches<Config>(models::read_llama_config(dir / name)).empty());
+        const shaped::io::safetensors_file file(dir / name / "model.safetensors");
+        CHECK(file.metadata().at("tokenizer") == "bytes");
+        CHECK(file.contains("model.layers.0.self_attn.k_proj.weight"));
+        CHECK(file.contains("lm_head.weight") == !Config::tied_classifier);
+        const auto loaded = models::load_llama<Config>(dir / name);
+        const auto saved = shaped::io::parameter_bytes(model), back = shaped::io::parameter_bytes(*loaded);
+        REQUIRE(saved.size() == back.size());
+        for (std::size_t i = 0; i < saved.size(); ++i) {
+            INFO(saved[i].name);
+            CHECK(std::equal(saved[i].data.begin(), saved[i].data.end(), back[i].data.begin(), back[i].data.end()));
+        }
+    };
+    round_trip(static_cast<Halves*>(nullptr), "tied");
+    round_trip(static_cast<HalvesUntied*>(nullptr), "untied");
 }

@@ -136,16 +136,23 @@ void load_parameters(Layer& layer, const std::filesystem::path& path, std::strin
     load_parameters(layer, safetensors_file(path), prefix);
 }
 
+// What write_safetensors takes of parameter_bytes' tensors: views of the same bytes, which must
+// outlive the write.
+inline std::vector<safetensors_view> safetensors_views(std::vector<tensor_bytes> tensors) {
+    std::vector<safetensors_view> views;
+    views.reserve(tensors.size());
+    for (tensor_bytes& tensor : tensors)
+        views.push_back({std::move(tensor.name), std::string(safetensors_dtype_name(tensor.type)), std::move(tensor.shape),
+                         tensor.data});
+    return views;
+}
+
 // Writes every parameter of `layer` under prefix + its name, as one safetensors file (the
 // parameters' bytes are written straight from the layer, not copied).
 template <class Layer>
 void save_parameters(const std::filesystem::path& path, const Layer& layer,
                      const safetensors_metadata& metadata = {}, std::string_view prefix = "") {
-    std::vector<safetensors_view> views;
-    for (tensor_bytes& parameter : parameter_bytes(layer, prefix))
-        views.push_back({std::move(parameter.name), std::string(safetensors_dtype_name(parameter.type)),
-                         std::move(parameter.shape), parameter.data});
-    write_safetensors(path, views, metadata);
+    write_safetensors(path, safetensors_views(parameter_bytes(layer, prefix)), metadata);
 }
 
 // ---- implementation ------------------------------------------------------------------------

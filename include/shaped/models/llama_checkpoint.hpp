@@ -18,6 +18,11 @@
 //
 // A config that is not the compiled one is an io_error naming every mismatch and the line that
 // would compile the checkpoint's. Weights are read straight into the new model's parameters.
+//
+// save_hf_llama writes a model as such a directory (a model trained here, for load_llama and
+// Hugging Face's LlamaForCausalLM alike):
+//
+//   shaped::models::save_hf_llama(model, "out/", {{"tokenizer", "bytes"}});
 
 #include <shaped/io/safetensors.hpp>
 #include <shaped/models/gpt_checkpoint.hpp>
@@ -145,6 +150,9 @@ void load_llama2c(Llama<Config, T>& model, const std::filesystem::path& path, co
 // Hugging Face's name of the model's parameter `name`.
 std::string hf_llama_name(std::string_view name);
 
+// Writes `config` as a Hugging Face Llama config.json at `path` (beside, then renamed over it).
+void write_hf_llama_config(const std::filesystem::path& path, const llama_checkpoint_config& config);
+
 template <class Config, class T>
 void load_hf_llama(Llama<Config, T>& model, const std::filesystem::path& path) {
     const io::safetensors_file file(path / "model.safetensors");
@@ -170,6 +178,23 @@ std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path) 
     if (std::filesystem::is_directory(path)) detail::load_hf_llama(*model, path);
     else detail::load_llama2c(*model, path, found);
     return model;
+}
+
+// `dir` (created if missing) gets config.json and model.safetensors, Hugging Face's names, with
+// `metadata`; each file is written beside and renamed over the old. Hugging Face's q and k rotate
+// halves, so the config's pairing must be halves: a model that rotates adjacent pairs would load
+// back and run, wrong.
+template <class Config, class T>
+void save_hf_llama(const Llama<Config, T>& model, const std::filesystem::path& dir,
+                   const io::safetensors_metadata& metadata = {}) {
+    static_assert(Config::rotary_pairing == nn::rotary_pairing::halves,
+                  "shaped::models::save_hf_llama: Hugging Face's layout rotates halves; the config's pairing must be "
+                  "nn::rotary_pairing::halves");
+    std::filesystem::create_directories(dir);
+    detail::write_hf_llama_config(dir / "config.json", detail::compiled_llama_config<Config>());
+    auto tensors = io::parameter_bytes(model);
+    for (io::tensor_bytes& tensor : tensors) tensor.name = detail::hf_llama_name(tensor.name);
+    io::write_safetensors(dir / "model.safetensors", io::safetensors_views(std::move(tensors)), metadata);
 }
 
 }  // namespace shaped::models
