@@ -25,6 +25,8 @@ using compiled_llama_configs = std::tuple<
     shaped::models::stories15m,
     shaped::models::stories110m,
     // The parity fixtures' Hugging Face Llama (tests/parity/fixtures/hf_llama/).
-    shaped::models::llama_config<67, 32, 2, 6, 2, 24, 40, false, shaped::nn::rotary_pairing::halves>>;
+    shaped::models::llama_config<67, 32, 2, 6, 2, 24, 40, false, shaped::nn::rotary_pairing::halves>,
+    // shaped-train's llama-char preset (apps/shaped-train/presets.hpp).
+    shaped::models::llama_config<256, 64, 4, 4, 2, 128, 352, true, shaped::nn::rotary_pairing::halves>>;
 
 }  // namespace shaped_run

@@ -5,9 +5,11 @@
 //
 // CHECKPOINT is a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict saved as
 // safetensors, or a llama2.c .bin file; its tokenizer is GPT-2's BPE files beside a GPT
-// checkpoint, llama2.c's tokenizer.bin beside a Llama's (or -z). The text streams to stdout as it is decoded, tokens/s
-// goes to stderr at the end. A file that is missing, corrupt or of a config not compiled in
-// (configs.hpp) is a one-line message on stderr and exit status 1.
+// checkpoint, llama2.c's tokenizer.bin beside a Llama's (or -z), or bytes where the safetensors
+// metadata says {"tokenizer": "bytes"} (shaped-train's character-level models). The text
+// streams to stdout as it is decoded, tokens/s goes to stderr at the end. A file that is
+// missing, corrupt or of a config not compiled in (configs.hpp) is a one-line message on stderr
+// and exit status 1.
 
 #include "../common/command_line.hpp"
 #include "configs.hpp"
@@ -135,6 +137,28 @@ struct text_side {
 // The folder a checkpoint's tokenizer files are looked for in: the directory, or the file's.
 fs::path beside(const fs::path& checkpoint) { return fs::is_directory(checkpoint) ? checkpoint : checkpoint.parent_path(); }
 
+// Whether the checkpoint's safetensors metadata says {"tokenizer": "bytes"} (shaped-train's
+// character-level models, a GPT's file or a Llama's directory): its ids are a text's bytes.
+bool says_bytes(const fs::path& checkpoint) {
+    const fs::path tensors = fs::is_directory(checkpoint) ? checkpoint / "model.safetensors" : checkpoint;
+    if (tensors.extension() != ".safetensors" || !fs::exists(tensors)) return false;
+    const auto& metadata = shaped::io::safetensors_file(tensors).metadata();
+    const auto found = metadata.find("tokenizer");
+    return found != metadata.end() && found->second == "bytes";
+}
+
+template <class Config>
+text_side byte_side(const options& opts) {
+    if (Config::vocab_size != shaped::text::byte_tokenizer::vocab_size)
+        throw std::runtime_error(opts.checkpoint.string() + ": its metadata says its ids are bytes, but its vocabulary has " +
+                                 std::to_string(Config::vocab_size) + " ids, not 256");
+    const auto stream = std::make_shared<shaped::text::utf8_stream>();
+    const shaped::text::byte_tokenizer bytes;
+    return text_side{[=](const std::string& text) { return bytes.encode(text); },
+                     [=](const std::vector<token_id>& ids) { return bytes.decode(ids); },
+                     [=](token_id id) { return stream->push(bytes.decode(id)); }, [=] { return stream->flush(); }, true};
+}
+
 // What a model family's checkpoints need of shaped-run: how to read a config, match it, load it;
 // its tokenizer; its first id when the prompt is empty, and the id that ends a text.
 struct gpt_family {
@@ -144,17 +168,7 @@ struct gpt_family {
     // GPT-2's BPE files beside the checkpoint, Hugging Face's names or OpenAI's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
-        if (says_bytes(opts.checkpoint)) {
-            if (Config::vocab_size != shaped::text::byte_tokenizer::vocab_size)
-                throw std::runtime_error(opts.checkpoint.string() + ": its metadata says its ids are bytes, but its vocabulary has " +
-                                         std::to_string(Config::vocab_size) + " ids, not 256");
-            const auto stream = std::make_shared<shaped::text::utf8_stream>();
-            const shaped::text::byte_tokenizer bytes;
-            return text_side{[=](const std::string& text) { return bytes.encode(text); },
-                             [=](const std::vector<token_id>& ids) { return bytes.decode(ids); },
-                             [=](token_id id) { return stream->push(bytes.decode(id)); }, [=] { return stream->flush(); },
-                             true};
-        }
+        if (says_bytes(opts.checkpoint)) return byte_side<Config>(opts);
         const fs::path dir = beside(opts.checkpoint);
         const bool hf = fs::exists(dir / "vocab.json") && fs::exists(dir / "merges.txt");
         const bool openai = fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe");
@@ -164,14 +178,6 @@ struct gpt_family {
         return text_side{[=](const std::string& text) { return tokenizer->encode(text); },
                          [=](const std::vector<token_id>& ids) { return tokenizer->decode(ids); },
                          [=](token_id id) { return stream->decode(id); }, [=] { return stream->flush(); }};
-    }
-    // A nanoGPT safetensors file whose metadata says {"tokenizer": "bytes"} (shaped-train's of a
-    // character-level model): its ids are a text's bytes.
-    static bool says_bytes(const fs::path& checkpoint) {
-        if (fs::is_directory(checkpoint)) return false;
-        const auto& metadata = shaped::io::safetensors_file(checkpoint).metadata();
-        const auto found = metadata.find("tokenizer");
-        return found != metadata.end() && found->second == "bytes";
     }
     // GPT-2 starts a text after <|endoftext|>, its last id, and ends one with it.
     template <class Config>
@@ -187,6 +193,7 @@ struct llama_family {
     // llama2.c's tokenizer.bin: -z, or beside the checkpoint. Its vocabulary is the model's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
+        if (!opts.tokenizer && says_bytes(opts.checkpoint)) return byte_side<Config>(opts);
         const fs::path file = opts.tokenizer.value_or(beside(opts.checkpoint) / "tokenizer.bin");
         if (!opts.tokenizer && !fs::exists(file)) return std::nullopt;
         const auto tokenizer = std::make_shared<shaped::text::llama_tokenizer>(file, Config::vocab_size);

@@ -1,12 +1,13 @@
-// shaped-train: trains a GPT on a text file, as nanoGPT's train.py does, and writes a checkpoint
-// shaped-run generates from.
+// shaped-train: trains a GPT or a Llama on a text file, as nanoGPT's train.py does, and writes a
+// checkpoint shaped-run generates from.
 //
 //   shaped-train TEXT -o OUT [--preset gpt-char] [--steps N] [--lr LR] ... [--resume]
 //
 // The text is tokenized (bytes, or GPT-2's BPE from --tokenizer DIR), its first 90% trains and
 // the rest validates. Each step draws its batches from a generator seeded by (seed, step), so a
 // run resumed from a checkpoint takes the same batches, and the same losses, as an unbroken one.
-// OUT/model.safetensors is the model (nanoGPT's names, the tokenizer in its metadata),
+// OUT/model.safetensors is the model (a GPT's under nanoGPT's names; a Llama's under Hugging
+// Face's, OUT/config.json beside it; the tokenizer in its metadata),
 // OUT/optimizer.safetensors AdamW's moments and the step, OUT/log.tsv each step's loss and
 // learning rate. Under mpirun, each process takes its share of a step's micro-batches and the
 // gradients are summed over all of them (MPI_Allreduce): the same step as one process takes.
@@ -76,8 +77,9 @@ constexpr std::string_view usage =
     "                    [--val-fraction F] [--eval-every N] [--eval-batches N] [--checkpoint-every N]\n"
     "                    [--seed S] [--resume] [--stop-at N]\n"
     "  TEXT               the training text (its first 1 - F trains, the rest validates)\n"
-    "  -o OUT             the folder for model.safetensors, optimizer.safetensors and log.tsv\n"
-    "  --preset NAME      gpt-char (bytes) or gpt-bpe (GPT-2's BPE; --tokenizer DIR) (gpt-char)\n"
+    "  -o OUT             the folder for model.safetensors (a Llama's config.json), optimizer.safetensors\n"
+    "                     and log.tsv\n"
+    "  --preset NAME      gpt-char or llama-char (bytes), or gpt-bpe (GPT-2's BPE; --tokenizer DIR) (gpt-char)\n"
     "  --steps N          optimizer steps in all (2000)\n"
     "  --accumulate K     micro-batches a step (1); under mpirun, a multiple of the processes\n"
     "  --lr, --min-lr     the cosine schedule's top and bottom (1e-3, lr / 10), after --warmup steps (100)\n"
@@ -272,32 +274,45 @@ std::size_t peak_resident_bytes() {
 
 // ---- checkpoints -----------------------------------------------------------------------------
 
-// Written beside, then renamed over the old: a run stopped while writing keeps its last checkpoint.
-template <class Write>
-void replace_file(const fs::path& path, Write write) {
-    const fs::path partial = path.string() + ".partial";
-    write(partial);
-    fs::rename(partial, path);
+// The model as shaped-run reads it: a GPT as nanoGPT's state_dict, OUT/model.safetensors; a Llama
+// as a Hugging Face directory, OUT itself (config.json beside model.safetensors). What shaped-run
+// is given is returned. Every file is written beside and renamed over the old one: a run stopped
+// while writing keeps its last checkpoint.
+template <class Config, class T>
+fs::path save_model(const fs::path& out, const shaped::models::GPT<Config, T>& model, shaped::io::safetensors_metadata metadata) {
+    metadata.emplace("format", "pt");
+    metadata.emplace("n_head", std::to_string(Config::n_head));
+    shaped::io::save_parameters(out / "model.safetensors", model, metadata);
+    return out / "model.safetensors";
+}
+template <class Config, class T>
+fs::path save_model(const fs::path& out, const shaped::models::Llama<Config, T>& model,
+                    const shaped::io::safetensors_metadata& metadata) {
+    shaped::models::save_hf_llama(model, out, metadata);
+    return out;
+}
+
+template <class Config, class T>
+void load_model(const fs::path& out, shaped::models::GPT<Config, T>& model) {
+    shaped::io::load_parameters(model, out / "model.safetensors");
+}
+template <class Config, class T>
+void load_model(const fs::path& out, shaped::models::Llama<Config, T>& model) {
+    model = *shaped::models::load_llama<Config, T>(out);
 }
 
 template <class Preset, class Model, class Optimizer>
-void save_checkpoint(const options& o, const Model& model, const Optimizer& opt, std::size_t step) {
-    using Config = typename Model::config;
-    const shaped::io::safetensors_metadata model_meta{
-        {"format", "pt"},
-        {"n_head", std::to_string(Config::n_head)},
-        {"tokenizer", Preset::tokenizer == shaped_train::tokenizer_kind::bytes ? "bytes" : "gpt2"}};
-    replace_file(o.out / "model.safetensors", [&](const fs::path& p) { shaped::io::save_parameters(p, model, model_meta); });
+fs::path save_checkpoint(const options& o, const Model& model, const Optimizer& opt, std::size_t step) {
+    const fs::path written = save_model(
+        o.out, model, {{"tokenizer", Preset::tokenizer == shaped_train::tokenizer_kind::bytes ? "bytes" : "gpt2"}});
     // AdamW's moments named as the parameters they belong to, under "exp_avg." and "exp_avg_sq.".
-    std::vector<shaped::io::safetensors_view> views;
-    for (const auto& [prefix, moments] : {std::pair{"exp_avg.", &opt.exp_avg()}, std::pair{"exp_avg_sq.", &opt.exp_avg_sq()}})
-        for (auto& parameter : shaped::io::parameter_bytes(moments->storage(), prefix))
-            views.push_back({std::move(parameter.name), std::string(shaped::io::safetensors_dtype_name(parameter.type)),
-                             std::move(parameter.shape), parameter.data});
+    auto moments = shaped::io::parameter_bytes(opt.exp_avg().storage(), "exp_avg.");
+    for (auto& second : shaped::io::parameter_bytes(opt.exp_avg_sq().storage(), "exp_avg_sq."))
+        moments.push_back(std::move(second));
     const shaped::io::safetensors_metadata opt_meta{
         {"step", std::to_string(step)}, {"preset", std::string(Preset::name)}, {"seed", std::to_string(o.seed)}};
-    replace_file(o.out / "optimizer.safetensors",
-                 [&](const fs::path& p) { shaped::io::write_safetensors(p, views, opt_meta); });
+    shaped::io::write_safetensors(o.out / "optimizer.safetensors", shaped::io::safetensors_views(std::move(moments)), opt_meta);
+    return written;
 }
 
 // The step to continue from, with the model and optimizer as the checkpoint left them.
@@ -317,7 +332,7 @@ std::size_t load_checkpoint(const options& o, Model& model, Optimizer& opt) {
         throw std::runtime_error(state.path().string() + ": a checkpoint of seed " + field("seed") + ", not " +
                                  std::to_string(o.seed) + " (pass --seed " + field("seed") + ")");
     const auto step = parse_number<std::size_t>("the checkpoint's step", field("step"));
-    shaped::io::load_parameters(model, o.out / "model.safetensors");
+    load_model(o.out, model);
     shaped::io::load_parameters(opt.exp_avg().storage(), state, "exp_avg.");
     shaped::io::load_parameters(opt.exp_avg_sq().storage(), state, "exp_avg_sq.");
     opt.set_steps(step);
@@ -412,6 +427,7 @@ int train(const options& o, const processes& world) {
     const auto start = std::chrono::steady_clock::now();
     const std::size_t tokens_per_step = o.accumulate * B::extent * T::extent;
     const std::size_t last = std::min(o.steps, o.stop_at.value_or(o.steps));
+    fs::path written;  // the checkpoint shaped-run reads
     for (std::size_t step = first; step < last; ++step) {
         if (step % o.eval_every == 0) report(step);
         shaped::train::zero(grads);
@@ -444,7 +460,7 @@ int train(const options& o, const processes& world) {
                           << duration(seconds / done * static_cast<double>(o.steps - step - 1)) << " left   " << std::flush;
             if ((step + 1) % checkpoint_every == 0 || step + 1 == last) {
                 log.flush();
-                save_checkpoint<Preset>(o, *model, opt, step + 1);
+                written = save_checkpoint<Preset>(o, *model, opt, step + 1);
             }
         }
     }
@@ -457,8 +473,7 @@ int train(const options& o, const processes& world) {
                   << static_cast<long long>(static_cast<double>((last - first) * tokens_per_step) / seconds)
                   << " tok/s; peak resident " << mib(peak) << ", " << static_cast<double>(peak) / static_cast<double>(state_bytes)
                   << "x the " << mib(state_bytes) << " of parameters, gradients, moments and activations\n"
-                  << "shaped-train: wrote " << (o.out / "model.safetensors").string() << " (shaped-run "
-                  << (o.out / "model.safetensors").string() << ")\n";
+                  << (written.empty() ? "" : "shaped-train: wrote " + written.string() + " (shaped-run " + written.string() + ")\n");
     }
     return 0;
 }

@@ -4,6 +4,7 @@
 // train another.
 
 #include <shaped/models/gpt.hpp>
+#include <shaped/models/llama.hpp>
 
 #include <cstddef>
 #include <string_view>
@@ -31,6 +32,15 @@ struct gpt_bpe : preset<shaped::models::GPT<shaped::models::gpt_config<50257, 64
     static constexpr std::string_view name = "gpt-bpe";
 };
 
-using presets = std::tuple<gpt_char, gpt_bpe>;
+// A character-level Llama of the same size: 4 heads over 2 key/value heads, SwiGLU's hidden 352
+// (llama2.c's 2/3 of 4 x 128, to a multiple of 32), rotating halves as Hugging Face's layout,
+// which its checkpoint is written in.
+struct llama_char
+    : preset<shaped::models::Llama<shaped::models::llama_config<256, 64, 4, 4, 2, 128, 352, true, shaped::nn::rotary_pairing::halves>>,
+             16, 64, tokenizer_kind::bytes> {
+    static constexpr std::string_view name = "llama-char";
+};
+
+using presets = std::tuple<gpt_char, gpt_bpe, llama_char>;
 
 }  // namespace shaped_train
