@@ -83,19 +83,41 @@ void multiply_rows(const row_products<T>& job, std::size_t rows) {
     auto task = [&](std::size_t i) { job(i * per_chunk, std::min(rows, (i + 1) * per_chunk)); };
     kernels::parallel_for(chunks, task);
 }
+// OpenBLAS works column-major, on C^T = op(B)^T op(A)^T, and packs a panel of op(A)^T as wide as
+// all of C's m rows when they fit its buffer: the weight gradient of a vocabulary-wide layer
+// (dW = dY^T X, m = 50257 for GPT-2's logits) packed a 25 MiB copy of dY per thread, resident for
+// the rest of the process. A product is therefore split into blocks of rows whose panel stays
+// under a few MiB, each block a GEMM of its own (every element of C is still one dot product over
+// all of k). The panel is at most min(k, 512) deep: OpenBLAS blocks k by less than that.
+constexpr std::size_t packed_panel_bytes = std::size_t{4} << 20;
+
+template <class T, class Multiply>
+void by_row_blocks(bool transpose_a, std::size_t m, std::size_t k, const T* a, std::size_t lda, T* c, std::size_t ldc,
+                   Multiply multiply) {
+    const std::size_t depth = std::clamp<std::size_t>(k, 1, 512);
+    const std::size_t block = std::max<std::size_t>(256, packed_panel_bytes / (depth * sizeof(T)) / 64 * 64);
+    // Row i of op(A) starts at row i of A, or at column i of a transposed A.
+    for (std::size_t first = 0; first < m; first += block)
+        multiply(std::min(block, m - first), a + (transpose_a ? first : first * lda), c + first * ldc);
+}
+
 }  // namespace
 
 void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
           const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-    cblas_sgemm(CblasRowMajor, flag(transpose_a), flag(transpose_b), blas_int(m), blas_int(n), blas_int(k), alpha, a,
-                blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+    by_row_blocks<float>(transpose_a, m, k, a, lda, c, ldc, [&](std::size_t rows, const float* a_block, float* c_block) {
+        cblas_sgemm(CblasRowMajor, flag(transpose_a), flag(transpose_b), blas_int(rows), blas_int(n), blas_int(k), alpha,
+                    a_block, blas_int(lda), b, blas_int(ldb), beta, c_block, blas_int(ldc));
+    });
 }
 
 void gemm(bool transpose_a, bool transpose_b, std::size_t m, std::size_t n, std::size_t k, double alpha,
           const double* a, std::size_t lda, const double* b, std::size_t ldb, double beta, double* c,
           std::size_t ldc) {
-    cblas_dgemm(CblasRowMajor, flag(transpose_a), flag(transpose_b), blas_int(m), blas_int(n), blas_int(k), alpha, a,
-                blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+    by_row_blocks<double>(transpose_a, m, k, a, lda, c, ldc, [&](std::size_t rows, const double* a_block, double* c_block) {
+        cblas_dgemm(CblasRowMajor, flag(transpose_a), flag(transpose_b), blas_int(rows), blas_int(n), blas_int(k), alpha,
+                    a_block, blas_int(lda), b, blas_int(ldb), beta, c_block, blas_int(ldc));
+    });
 }
 
 void gemv(bool transpose_a, std::size_t rows, std::size_t cols, float alpha, const float* a, std::size_t lda,

@@ -142,6 +142,27 @@ TEMPLATE_TEST_CASE("matmul: transposed operands through mT()", "[matmul]", float
     }
 }
 
+// A product of more rows than one packed panel of a few MiB holds (a GPT's weight gradient over
+// its vocabulary) runs as several GEMMs over blocks of rows: k 512 and m 2100 make two blocks of
+// float rows and three of double, the last one short, with A read plain and transposed.
+TEMPLATE_TEST_CASE("matmul: a product taller than a packed panel, in blocks of rows, against the naive loop",
+                   "[matmul]", float, double) {
+    using V = TestType;
+    const std::size_t m = 2100, n = 3, k = 512;
+    shaped::Tensor<V, Md, Kd> lhs(Md{m}, Kd{k});
+    shaped::Tensor<V, Kd, Md> lhs_t(Kd{k}, Md{m});
+    shaped::Tensor<V, Kd, Nd> rhs(Kd{k}, Nd{n});
+    ref::fill(lhs, 5);
+    ref::fill(lhs_t, 6);
+    ref::fill(rhs, 7);
+    const double tol = ref::tolerance<V>(k);
+    const shaped::Tensor<V, Md, Nd> plain = shaped::matmul(lhs, rhs);
+    ref::require_close(ref::values(plain), ref::matmul(ref::values(lhs), ref::values(rhs), 1, m, n, k, 0, 0), tol);
+    const shaped::Tensor<V, Md, Nd> transposed = shaped::matmul(lhs_t.mT(), rhs);
+    ref::require_close(ref::values(transposed),
+                       ref::matmul(ref::transpose(ref::values(lhs_t), 1, k, m), ref::values(rhs), 1, m, n, k, 0, 0), tol);
+}
+
 TEMPLATE_TEST_CASE("matmul: all dims static", "[matmul]", float, double) {
     using V = TestType;
     check_static<V, 1, 1, 1, 1>();
