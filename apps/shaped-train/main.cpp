@@ -21,7 +21,6 @@
 #include <mpi.h>
 #endif
 
-#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -361,9 +360,6 @@ int train(const options& o, const processes& world) {
                           std::to_string(world.size()) + " processes");
 
     const auto tokens = tokenize<Preset>(o);
-    // The text and the tokenizer are gone; give their heap back (a BPE tokenizer's is tens of
-    // MiB of small strings that would otherwise stay resident beside the training state).
-    malloc_trim(0);
     const auto val_size = static_cast<std::size_t>(static_cast<double>(tokens.size()) * o.val_fraction);
     const std::span<const shaped::text::token_id> all(tokens);
     const token_split data{all.first(tokens.size() - val_size), all.last(val_size)};
