@@ -142,9 +142,9 @@ fs::path beside(const fs::path& checkpoint) { return fs::is_directory(checkpoint
 bool says_bytes(const fs::path& checkpoint) {
     const fs::path tensors = fs::is_directory(checkpoint) ? checkpoint / "model.safetensors" : checkpoint;
     if (tensors.extension() != ".safetensors" || !fs::exists(tensors)) return false;
-    const auto& metadata = shaped::io::safetensors_file(tensors).metadata();
-    const auto found = metadata.find("tokenizer");
-    return found != metadata.end() && found->second == "bytes";
+    const shaped::io::safetensors_file file(tensors);
+    const auto found = file.metadata().find("tokenizer");
+    return found != file.metadata().end() && found->second == "bytes";
 }
 
 template <class Config>
