@@ -31,7 +31,7 @@ blasint blas_int(std::size_t n) {
 // matrices slower than a plain streaming loop, so shaped reads the rows itself, one after the
 // other: the matrix is then one sequential stream, the pattern hardware prefetchers follow
 // best, and x stays in L1. (Blocks of 8 rows read side by side, each row a short stream
-// prefetched by hand, decoded GPT-2 124M and stories110M 4-8% slower in `make bench`.)
+// prefetched by hand, decoded GPT-2 124M and stories110M 4-8% slower in the bench's cases.)
 template <class T>
 struct row_products {
     std::size_t cols;
@@ -83,6 +83,7 @@ void multiply_rows(const row_products<T>& job, std::size_t rows) {
     auto task = [&](std::size_t i) { job(i * per_chunk, std::min(rows, (i + 1) * per_chunk)); };
     kernels::parallel_for(chunks, task);
 }
+
 // OpenBLAS works column-major, on C^T = op(B)^T op(A)^T, and packs a panel of op(A)^T as wide as
 // all of C's m rows when they fit its buffer: the weight gradient of a vocabulary-wide layer
 // (dW = dY^T X, m = 50257 for GPT-2's logits) packed a 25 MiB copy of dY per thread, resident for
