@@ -42,6 +42,8 @@ class trainer<models::GPT<Config, T>, B, Time> : public trainer_base<trainer<mod
                                                                      models::GPT<Config, T>, B, Time> {
     using Model = models::GPT<Config, T>;
     using Base = trainer_base<trainer, Model, B, Time>;
+    static_assert(detail::batch_fits_context<Time, typename Model::context_dim>,
+                  "shaped::train::trainer: " SHAPED_RULE_BATCH_FITS_CONTEXT);
     using Transformer = typename Model::Transformer;
     using Block = typename Model::block_type;
     using Attention = typename Block::attention_type;

@@ -33,6 +33,8 @@ class trainer<models::Llama<Config, T>, B, Time> : public trainer_base<trainer<m
                                                                        models::Llama<Config, T>, B, Time> {
     using Model = models::Llama<Config, T>;
     using Base = trainer_base<trainer, Model, B, Time>;
+    static_assert(detail::batch_fits_context<Time, typename Model::context_dim>,
+                  "shaped::train::trainer: " SHAPED_RULE_BATCH_FITS_CONTEXT);
     using Block = typename Model::block_type;
     using Attention = typename Block::attention_type;
     using FeedForward = typename Block::feed_forward_type;
