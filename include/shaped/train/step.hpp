@@ -47,7 +47,6 @@ inline constexpr bool batch_fits_context = Time::extent <= P::extent;
 
 template <class Derived, class Model, StaticDim B, StaticDim Time>
 class trainer_base {
-
 public:
     using model_type = Model;
     using value_type = typename Model::value_type;
