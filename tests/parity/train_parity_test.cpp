@@ -7,9 +7,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,25 +50,41 @@ std::unique_ptr<shaped::models::GPT<Config, Real>> initial_model() {
     return model;
 }
 
-// Every element of every tensor of `actual` within tolerance of `expected`'s, named on failure;
-// the keys' biases within key_bias_tolerance.
-template <class M, class G>
-void require_close(M& expected, const G& actual, double tolerance, double key_bias_tolerance) {
-    constexpr std::size_t channels = Config::n_embd;
+// Every element of every tensor of `actual` within tolerance_of(its name) of `expected`'s, named
+// on failure.
+template <class M, class G, class Tolerance>
+void require_close(M& expected, const G& actual, const Tolerance& tolerance_of) {
     shaped::train::for_each_gradient(expected, actual, [&](std::string_view name, auto& e, auto& a) {
-        const bool key_biases = name.ends_with("attn.c_attn.bias");
+        const double tolerance = tolerance_of(name);
         for (std::size_t i = 0; i < e.size(); ++i) {
             INFO(name << "[" << i << "]");
-            const bool key_bias = key_biases && i >= channels && i < 2 * channels;
-            REQUIRE(static_cast<double>(a.data()[i]) ==
-                    Approx(static_cast<double>(e.data()[i])).margin(key_bias ? key_bias_tolerance : tolerance));
+            REQUIRE(static_cast<double>(a.data()[i]) == Approx(static_cast<double>(e.data()[i])).margin(tolerance));
         }
     });
 }
 
-template <class Real>
-void train_as_torch(const std::string& folder, double loss_tolerance, double gradient_tolerance, double parameter_tolerance,
-                    double key_bias_tolerance) {
+// How far float32 rounding alone moves each trained tensor: PyTorch's float32 parameters after
+// the 50 steps against its float64 ones, the largest difference in each tensor.
+std::map<std::string, double, std::less<>> float32_rounding_spread() {
+    const auto exact = shaped::models::load_gpt<Config, double>(fixture("train_gpt_f64/final.safetensors"));
+    std::map<std::string, std::vector<double>, std::less<>> exact_values;
+    shaped::nn::for_each_parameter(*exact, [&](std::string_view name, auto& p) {
+        exact_values[std::string(name)].assign(p.data(), p.data() + p.size());
+    });
+    const auto rounded = shaped::models::load_gpt<Config>(fixture("train_gpt/final.safetensors"));
+    std::map<std::string, double, std::less<>> spread;
+    shaped::nn::for_each_parameter(*rounded, [&](std::string_view name, auto& p) {
+        const std::vector<double>& e = exact_values.at(std::string(name));
+        double& largest = spread[std::string(name)];
+        for (std::size_t i = 0; i < p.size(); ++i)
+            largest = std::max(largest, std::abs(static_cast<double>(p.data()[i]) - e[i]));
+    });
+    return spread;
+}
+
+template <class Real, class Tolerance>
+void train_as_torch(const std::string& folder, double loss_tolerance, double gradient_tolerance,
+                    const Tolerance& parameter_tolerance) {
     using Model = shaped::models::GPT<Config, Real>;
     auto model = initial_model<Real>();
     const auto idx = shaped::io::load_npy<std::int64_t, Steps, Micro, B, T>(fixture("train_gpt/batches_idx.npy"));
@@ -89,7 +107,7 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
         REQUIRE(loss == Approx(losses(s)).epsilon(loss_tolerance));
         if (s == 0) {
             const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/gradients_step0.safetensors"));
-            require_close(*expected, grads, gradient_tolerance, gradient_tolerance);
+            require_close(*expected, grads, [&](std::string_view) { return gradient_tolerance; });
         }
         REQUIRE(shaped::train::clip_grad_norm(grads, 1.0) == Approx(norms(s)).epsilon(loss_tolerance));
         REQUIRE(schedule(s) == Approx(lrs(s)).epsilon(1e-15));
@@ -97,21 +115,32 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
     }
     const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/final.safetensors"));
     // The trained parameters walked beside the expected ones, as gradients are.
-    require_close(*expected, shaped::train::gradient_ref<Model>(*model), parameter_tolerance, key_bias_tolerance);
+    require_close(*expected, shaped::train::gradient_ref<Model>(*model), parameter_tolerance);
 }
 
 }  // namespace
 
-// A key's bias adds the same q . b to every score of a query's row, which softmax takes away: its
-// gradient is 0 but for rounding, and AdamW, which divides by the gradient's own scale, turns that
-// rounding into steps of up to lr. In float32 those 48 parameters drift apart by rounding, not by
-// any difference in the computation; float64's rounding is too small for AdamW's eps to let through.
+// Where a gradient is no larger than the rounding of the sums it comes from, AdamW, which divides
+// by the gradient's own scale, turns that rounding into steps of up to lr, and float32 runs drift
+// apart by rounding alone, not by any difference in the computation. A key's bias is such a
+// parameter (it adds the same q . b to a query's every score, which softmax takes away: its
+// gradient is 0 but for rounding), and so, while the scores are near 0, are the queries' and keys'
+// weights of the second block (step 0's gradients 1e-9, the values' 2e-4): PyTorch's own float32
+// run ends 2.3e-5 from its float64 one there, and shaped built by g++ and by clang++ 1.5e-4 from
+// each other. Each trained tensor may therefore differ from PyTorch's float32 one by 1e-4 plus 8
+// times how far rounding moved PyTorch's (1e-7 for most tensors); float64's rounding is too small
+// for AdamW's eps to let through.
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[parity][train]") {
-    train_as_torch<float>("train_gpt", 1e-4, 1e-6, 1e-4, 1e-3);
+    const auto spread = float32_rounding_spread();
+    train_as_torch<float>("train_gpt", 1e-4, 1e-6, [&](std::string_view name) {
+        const auto moved = spread.find(name);
+        REQUIRE(moved != spread.end());
+        return 1e-4 + 8 * moved->second;
+    });
 }
 
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float64", "[parity][train]") {
-    train_as_torch<double>("train_gpt_f64", 1e-10, 1e-12, 1e-10, 1e-10);
+    train_as_torch<double>("train_gpt_f64", 1e-10, 1e-12, [](std::string_view) { return 1e-10; });
 }
 
 TEST_CASE("a Llama's loss, logits and gradients match PyTorch's autograd", "[parity][train]") {
