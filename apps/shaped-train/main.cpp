@@ -13,14 +13,12 @@
 // gradients are summed over all of them (MPI_Allreduce): the same step as one process takes.
 
 #include "../common/command_line.hpp"
+#include "mpi_calls.hpp"
 #include "presets.hpp"
 
 #include <shaped/shaped.hpp>
 
-#if defined(SHAPED_TRAIN_MPI)
-#include <mpi.h>
-#endif
-
+#include <dlfcn.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -34,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +41,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -143,31 +143,43 @@ options parse(int argc, char** argv) {
 
 // ---- processes: one, or many under mpirun --------------------------------------------------
 
+// The MPI module (mpi_calls.hpp): beside the executable, as in a build tree, or where it is
+// installed.
+const shaped_train::mpi_calls* load_mpi_module() {
+#if defined(SHAPED_TRAIN_MPI_MODULE)
+    const fs::path here = fs::read_symlink("/proc/self/exe").parent_path();
+    const fs::path installed = (here / SHAPED_TRAIN_MPI_MODULE_INSTALLED_DIR / SHAPED_TRAIN_MPI_MODULE).lexically_normal();
+    for (const fs::path& path : {here / SHAPED_TRAIN_MPI_MODULE, installed}) {
+        if (!fs::exists(path)) continue;
+        // Global: the plugins Open MPI loads in turn need libmpi's symbols.
+        void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+        if (!module) throw std::runtime_error("started by mpirun, but " + path.string() + " cannot be loaded: " + dlerror());
+        using entry = const shaped_train::mpi_calls* (*)();
+        const auto calls = reinterpret_cast<entry>(dlsym(module, shaped_train::mpi_calls_symbol));
+        if (!calls) throw std::runtime_error("started by mpirun, but " + path.string() + " is not shaped-train's MPI module");
+        return calls();
+    }
+    throw std::runtime_error("started by mpirun, but its MPI module is neither beside it nor at " + installed.string());
+#else
+    throw std::runtime_error("started by mpirun, but built without Open MPI (libopenmpi-dev): it trains in one process only");
+#endif
+}
+
 // This process's place among those training together. Under mpirun (Open MPI sets
-// OMPI_COMM_WORLD_SIZE), MPI is started and the gradients and losses are summed over every
-// process; otherwise there is one process and MPI is never touched.
+// OMPI_COMM_WORLD_SIZE), MPI is loaded and started, and the gradients and losses are summed over
+// every process; otherwise there is one process and MPI is never loaded.
 class processes {
 public:
     processes(int* argc, char*** argv) {
-#if defined(SHAPED_TRAIN_MPI)
-        if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
-            MPI_Init(argc, argv);
-            started_ = true;
-            int rank = 0, size = 1;
-            MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-            MPI_Comm_size(MPI_COMM_WORLD, &size);
-            rank_ = static_cast<std::size_t>(rank);
-            size_ = static_cast<std::size_t>(size);
-        }
-#else
-        (void)argc;
-        (void)argv;
-#endif
+        if (!std::getenv("OMPI_COMM_WORLD_SIZE")) return;
+        mpi_ = load_mpi_module();
+        int rank = 0, size = 1;
+        mpi_->start(argc, argv, &rank, &size);
+        rank_ = static_cast<std::size_t>(rank);
+        size_ = static_cast<std::size_t>(size);
     }
     ~processes() {
-#if defined(SHAPED_TRAIN_MPI)
-        if (started_) MPI_Finalize();
-#endif
+        if (mpi_) mpi_->finish();
     }
     processes(const processes&) = delete;
     processes& operator=(const processes&) = delete;
@@ -183,42 +195,56 @@ public:
     // A failure on one process ends them all (one that returned alone would leave the others
     // waiting in a sum for ever).
     [[noreturn]] void abort() const {
-#if defined(SHAPED_TRAIN_MPI)
-        if (started_) MPI_Abort(MPI_COMM_WORLD, 1);
-#endif
+        if (mpi_) mpi_->abort();
         std::exit(1);
     }
 
 private:
-    void reduce([[maybe_unused]] void* data, [[maybe_unused]] std::size_t n, [[maybe_unused]] bool single) const {
-#if defined(SHAPED_TRAIN_MPI)
-        if (size_ > 1)
-            MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), single ? MPI_FLOAT : MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-#endif
+    void reduce(void* data, std::size_t n, bool single) const {
+        if (size_ > 1) mpi_->sum(data, n, single);
     }
 
+    const shaped_train::mpi_calls* mpi_ = nullptr;
     std::size_t rank_ = 0, size_ = 1;
-    [[maybe_unused]] bool started_ = false;
 };
 
 // ---- data ------------------------------------------------------------------------------------
 
+// The text's ids as training keeps them: as narrow as the tokenizer's vocabulary allows (nanoGPT
+// keeps GPT-2's as uint16), for beside a small model they are much of what a run holds.
+template <class Preset>
+using stored_id = std::conditional_t<Preset::tokenizer == shaped_train::tokenizer_kind::bytes, std::uint8_t, std::uint16_t>;
+
 // The text's ids, split in place: the first (1 - fraction) trains, the rest validates.
+template <class Id>
 struct token_split {
-    std::span<const shaped::text::token_id> train, val;
+    std::span<const Id> train, val;
 };
 
 template <class Preset>
-std::vector<shaped::text::token_id> tokenize(const options& o) {
+std::vector<stored_id<Preset>> tokenize(const options& o) {
+    using Id = stored_id<Preset>;
+    static_assert(Preset::model_type::config::vocab_size - 1 <= std::numeric_limits<Id>::max(),
+                  "a preset's vocabulary must fit the ids its tokenizer's text is stored as");
     std::ifstream in(o.text, std::ios::binary);
     if (!in) throw std::runtime_error(o.text.string() + ": cannot be read");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<shaped::text::token_id> ids;
     if constexpr (Preset::tokenizer == shaped_train::tokenizer_kind::bytes) {
-        return shaped::text::byte_tokenizer().encode(text);
+        ids = shaped::text::byte_tokenizer().encode(text);
     } else {
         if (!o.tokenizer) throw usage_error(std::string(Preset::name) + " needs --tokenizer DIR (GPT-2's vocab.json and merges.txt)");
-        return shaped::text::gpt2_tokenizer(*o.tokenizer).encode(text);
+        ids = shaped::text::gpt2_tokenizer(*o.tokenizer).encode(text);
     }
+    std::vector<Id> stored(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        // A tokenizer read from files can hold ids past what the preset's vocabulary has.
+        if (!std::in_range<Id>(ids[i]))
+            throw std::runtime_error(o.text.string() + ": its id " + std::to_string(ids[i]) + " at " + std::to_string(i) +
+                                     " is not an id of " + std::string(Preset::name) + "'s vocabulary");
+        stored[i] = static_cast<Id>(ids[i]);
+    }
+    return stored;
 }
 
 // splitmix64: a seed for each (run seed, step, micro-batch), so that any step's batches can be
@@ -234,8 +260,8 @@ std::uint64_t batch_seed(std::uint64_t seed, std::uint64_t step, std::uint64_t m
 }
 
 // B windows of T + 1 ids at random starts, as nanoGPT's get_batch: ids, and the next ids as targets.
-template <class B, class T>
-void draw_batch(std::span<const shaped::text::token_id> tokens, std::uint64_t seed, shaped::train::batch_ids<B, T>& idx,
+template <class B, class T, class Id>
+void draw_batch(std::span<const Id> tokens, std::uint64_t seed, shaped::train::batch_ids<B, T>& idx,
                 shaped::train::batch_ids<B, T>& targets) {
     shaped::Generator gen(seed);
     const std::size_t starts = tokens.size() - T::extent;
@@ -361,8 +387,9 @@ int train(const options& o, const processes& world) {
 
     const auto tokens = tokenize<Preset>(o);
     const auto val_size = static_cast<std::size_t>(static_cast<double>(tokens.size()) * o.val_fraction);
-    const std::span<const shaped::text::token_id> all(tokens);
-    const token_split data{all.first(tokens.size() - val_size), all.last(val_size)};
+    using Id = stored_id<Preset>;
+    const std::span<const Id> all(tokens);
+    const token_split<Id> data{all.first(tokens.size() - val_size), all.last(val_size)};
     if (data.train.size() <= T::extent + 1 || data.val.size() <= T::extent + 1)
         throw std::runtime_error(o.text.string() + ": " + std::to_string(tokens.size()) +
                                  " ids are too few for windows of " + std::to_string(T::extent + 1) + " in both splits");
@@ -397,7 +424,7 @@ int train(const options& o, const processes& world) {
 
     shaped::train::batch_ids<B, T> idx, targets;
     // The mean loss over eval_batches fixed batches of a split (the same batches every time).
-    const auto evaluate = [&](std::span<const shaped::text::token_id> split, std::uint64_t which) {
+    const auto evaluate = [&](std::span<const Id> split, std::uint64_t which) {
         double total = 0;
         for (std::size_t i = 0; i < o.eval_batches; ++i) {
             draw_batch(split, batch_seed(o.seed ^ which, ~std::uint64_t{0}, i), idx, targets);
@@ -493,7 +520,14 @@ int train_preset(std::tuple<Presets...>*, const options& o, const processes& wor
 }  // namespace
 
 int main(int argc, char** argv) {
-    processes world(&argc, &argv);
+    std::unique_ptr<processes> started;
+    try {
+        started = std::make_unique<processes>(&argc, &argv);
+    } catch (const std::exception& error) {
+        std::cerr << "shaped-train: " << error.what() << '\n';
+        return 1;
+    }
+    const processes& world = *started;
     try {
         const options o = parse(argc, argv);
         return train_preset(static_cast<shaped_train::presets*>(nullptr), o, world);

@@ -1,7 +1,8 @@
 // shaped-train, run as a user runs it: it trains a character-level GPT and Llama on the committed
 // text (the loss falls, and shaped-run generates from what it wrote), a run stopped and resumed takes
 // the very steps an unbroken run takes, two processes under mpirun reach the parameters one
-// process reaches with the same global batch, and bad input is one line and exit status 1.
+// process reaches with the same global batch (MPI loaded only then), and bad input is one line and
+// exit status 1.
 #include "app_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -129,6 +130,27 @@ TEST_CASE("two shaped-train processes under mpirun reach one process's parameter
     // MPI_Allreduce over two: the same sums, so the same losses and parameters, bit for bit.
     REQUIRE(contents(two / "log.tsv") == contents(one / "log.tsv"));
     REQUIRE(contents(two / "model.safetensors") == contents(one / "model.safetensors"));
+}
+
+// MPI is a module of shaped-train's own, loaded under mpirun only: one process does not map Open
+// MPI's libraries, and one started as by mpirun without the module says so and writes nothing.
+TEST_CASE("shaped-train loads MPI only under mpirun, and says when it cannot", "[apps][shaped_train][mpi]") {
+    scratch_dir scratch;
+    const result linked = apps_support::run_program("ldd", SHAPED_TRAIN, scratch.path);
+    REQUIRE(linked.status == 0);
+    CHECK(linked.out.find("libopenblas") != std::string::npos);
+    CHECK(linked.out.find("libmpi") == std::string::npos);
+
+    const fs::path lone = scratch.path / "shaped-train";
+    fs::copy_file(SHAPED_TRAIN, lone);
+    const fs::path out = scratch.path / "run";
+    const result r = apps_support::run_program("OMPI_COMM_WORLD_SIZE=2 " + lone.string(), text.string() + " -o " + out.string(),
+                                               scratch.path);
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(lines_of(r.err) == 1);
+    CHECK(r.err.find("started by mpirun, but its MPI module is neither beside it nor at") != std::string::npos);
+    CHECK(!fs::exists(out));
 }
 #endif
 
