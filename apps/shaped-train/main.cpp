@@ -397,6 +397,10 @@ int train(const options& o, const processes& world) {
     shaped::Generator init(o.seed);
     auto model = std::make_unique<Model>(init);
     shaped::train::AdamW<Model> opt({.beta1 = o.beta1, .beta2 = o.beta2, .eps = 1e-8, .weight_decay = o.weight_decay});
+    fs::create_directories(o.out);
+    // Before the gradients and activations are allocated: a checkpoint is read whole before it is
+    // assigned, and its copy is then gone when they take their place.
+    const std::size_t first = o.resume ? load_checkpoint<Preset>(o, *model, opt) : 0;
     shaped::train::gradients<Model> grads;
     // A micro-batch's own gradients, when a process takes more than one a step.
     std::optional<shaped::train::gradients<Model>> micro;
@@ -404,9 +408,6 @@ int train(const options& o, const processes& world) {
     auto trainer = std::make_unique<Trainer>();
     const shaped::train::warmup_cosine schedule{.lr = o.lr, .min_lr = o.min_lr.value_or(o.lr / 10), .warmup_steps = o.warmup,
                                                 .decay_steps = o.steps};
-    fs::create_directories(o.out);
-    std::size_t first = 0;
-    if (o.resume) first = load_checkpoint<Preset>(o, *model, opt);
 
     constexpr std::size_t parameter_bytes = shaped::nn::parameter_bytes<Model>;
     // Parameters, gradients and AdamW's two moments, and the step's activations: all constants.
