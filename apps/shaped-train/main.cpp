@@ -224,7 +224,8 @@ struct token_split {
 template <class Preset>
 std::vector<stored_id<Preset>> tokenize(const options& o) {
     using Id = stored_id<Preset>;
-    static_assert(Preset::model_type::config::vocab_size - 1 <= std::numeric_limits<Id>::max(),
+    constexpr std::size_t vocab_size = Preset::model_type::config::vocab_size;
+    static_assert(vocab_size - 1 <= std::numeric_limits<Id>::max(),
                   "a preset's vocabulary must fit the ids its tokenizer's text is stored as");
     std::ifstream in(o.text, std::ios::binary);
     if (!in) throw std::runtime_error(o.text.string() + ": cannot be read");
@@ -239,9 +240,10 @@ std::vector<stored_id<Preset>> tokenize(const options& o) {
     std::vector<Id> stored(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
         // A tokenizer read from files can hold ids past what the preset's vocabulary has.
-        if (!std::in_range<Id>(ids[i]))
+        if (static_cast<std::size_t>(ids[i]) >= vocab_size)
             throw std::runtime_error(o.text.string() + ": its id " + std::to_string(ids[i]) + " at " + std::to_string(i) +
-                                     " is not an id of " + std::string(Preset::name) + "'s vocabulary");
+                                     " is not an id of " + std::string(Preset::name) + "'s vocabulary of " +
+                                     std::to_string(vocab_size));
         stored[i] = static_cast<Id>(ids[i]);
     }
     return stored;
