@@ -347,7 +347,8 @@ def main():
     clock_text = "process CPU time" if clock == "cpu" else "wall time"
     print(f"\nshaped vs hand-written baseline vs PyTorch {torch_data.get('torch_version')} eager; "
           f"{args.threads} thread(s) each; fastest of the repetitions, {clock_text} per call")
-    print(f"sgemm ceiling: {ceiling:.1f} GFLOP/s" if ceiling else "sgemm ceiling: missing")
+    core = f" (OpenBLAS's {context['openblas_core']} kernels)" if "openblas_core" in context else ""
+    print(f"sgemm ceiling: {ceiling:.1f} GFLOP/s{core}" if ceiling else "sgemm ceiling: missing")
     print(f"memory bandwidth (STREAM-like): {bandwidth:.1f} GB/s\n" if bandwidth else "memory bandwidth: missing\n")
     print(table(rows))
     costs = per_token(rows)
@@ -367,7 +368,7 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"threads": args.threads, "clock": clock_text, "torch_version": torch_data.get("torch_version"),
-                       "machine": {k: context.get(k) for k in ("host_name", "num_cpus", "mhz_per_cpu", "caches", "load_avg")},
+                       "machine": {k: context.get(k) for k in ("host_name", "num_cpus", "mhz_per_cpu", "caches", "load_avg", "openblas_core")},
                        "sgemm_ceiling_gflops": ceiling, "bandwidth_gbytes_per_second": bandwidth,
                        "shaped_run_memory": memory, "rows": rows, "targets": checks}, f, indent=2)
         print(f"\nwritten to {args.out}")

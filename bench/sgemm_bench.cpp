@@ -9,6 +9,10 @@
 
 namespace {
 
+// Which of its kernels OpenBLAS runs (by CPU model, or as OPENBLAS_CORETYPE says) sets the
+// ceiling: report.py prints it beside the GFLOP/s.
+[[maybe_unused]] const bool core_named = (benchmark::AddCustomContext("openblas_core", openblas_get_corename()), true);
+
 constexpr int n = 1024;
 using M = shaped::dim<"M", n>;
 using K = shaped::dim<"K", n>;
