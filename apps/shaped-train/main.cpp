@@ -6,13 +6,14 @@
 // The text is tokenized (bytes, or GPT-2's BPE from --tokenizer DIR), its first 90% trains and
 // the rest validates. Each step draws its batches from a generator seeded by (seed, step), so a
 // run resumed from a checkpoint takes the same batches, and the same losses, as an unbroken one.
-// OUT/model.safetensors is the model (a GPT's under nanoGPT's names; a Llama's under Hugging
-// Face's, OUT/config.json beside it; the tokenizer in its metadata),
-// OUT/optimizer.safetensors AdamW's moments and the step, OUT/log.tsv each step's loss and
-// learning rate. Under mpirun, each process takes its share of a step's micro-batches and the
+// OUT/checkpoint.safetensors is the run's state, one file (checkpoint.hpp says why), and
+// OUT/model.safetensors the model shaped-run reads (a GPT's under nanoGPT's names; a Llama's
+// under Hugging Face's, OUT/config.json beside it; the tokenizer in its metadata); OUT/log.tsv
+// each step's loss and learning rate. Under mpirun, each process takes its share of a step's micro-batches and the
 // gradients are summed over all of them (MPI_Allreduce): the same step as one process takes.
 
 #include "../common/command_line.hpp"
+#include "checkpoint.hpp"
 #include "mpi_calls.hpp"
 #include "presets.hpp"
 
@@ -300,12 +301,11 @@ std::size_t peak_resident_bytes() {
     return static_cast<std::size_t>(usage.ru_maxrss) * 1024;
 }
 
-// ---- checkpoints -----------------------------------------------------------------------------
+// ---- the model shaped-run reads -------------------------------------------------------------
 
 // The model as shaped-run reads it: a GPT as nanoGPT's state_dict, OUT/model.safetensors; a Llama
 // as a Hugging Face directory, OUT itself (config.json beside model.safetensors). What shaped-run
-// is given is returned. Every file is written beside and renamed over the old one: a run stopped
-// while writing keeps its last checkpoint.
+// is given is returned. Each file is written beside and renamed over the old one.
 template <class Config, class T>
 fs::path save_model(const fs::path& out, const shaped::models::GPT<Config, T>& model, shaped::io::safetensors_metadata metadata) {
     metadata.emplace("format", "pt");
@@ -320,53 +320,6 @@ fs::path save_model(const fs::path& out, const shaped::models::Llama<Config, T>&
     return out;
 }
 
-template <class Config, class T>
-void load_model(const fs::path& out, shaped::models::GPT<Config, T>& model) {
-    shaped::io::load_parameters(model, out / "model.safetensors");
-}
-template <class Config, class T>
-void load_model(const fs::path& out, shaped::models::Llama<Config, T>& model) {
-    model = *shaped::models::load_llama<Config, T>(out);
-}
-
-template <class Preset, class Model, class Optimizer>
-fs::path save_checkpoint(const options& o, const Model& model, const Optimizer& opt, std::size_t step) {
-    const fs::path written = save_model(
-        o.out, model, {{"tokenizer", Preset::tokenizer == shaped_train::tokenizer_kind::bytes ? "bytes" : "gpt2"}});
-    // AdamW's moments named as the parameters they belong to, under "exp_avg." and "exp_avg_sq.".
-    auto moments = shaped::io::parameter_bytes(opt.exp_avg().storage(), "exp_avg.");
-    for (auto& second : shaped::io::parameter_bytes(opt.exp_avg_sq().storage(), "exp_avg_sq."))
-        moments.push_back(std::move(second));
-    const shaped::io::safetensors_metadata opt_meta{
-        {"step", std::to_string(step)}, {"preset", std::string(Preset::name)}, {"seed", std::to_string(o.seed)}};
-    shaped::io::write_safetensors(o.out / "optimizer.safetensors", shaped::io::safetensors_views(std::move(moments)), opt_meta);
-    return written;
-}
-
-// The step to continue from, with the model and optimizer as the checkpoint left them.
-template <class Preset, class Model, class Optimizer>
-std::size_t load_checkpoint(const options& o, Model& model, Optimizer& opt) {
-    const shaped::io::safetensors_file state(o.out / "optimizer.safetensors");
-    const auto& meta = state.metadata();
-    const auto field = [&](const std::string& key) {
-        const auto found = meta.find(key);
-        if (found == meta.end()) throw std::runtime_error(state.path().string() + ": no \"" + key + "\" in its metadata");
-        return found->second;
-    };
-    if (field("preset") != Preset::name)
-        throw std::runtime_error(state.path().string() + ": a checkpoint of preset " + field("preset") + ", not " +
-                                 std::string(Preset::name));
-    if (field("seed") != std::to_string(o.seed))
-        throw std::runtime_error(state.path().string() + ": a checkpoint of seed " + field("seed") + ", not " +
-                                 std::to_string(o.seed) + " (pass --seed " + field("seed") + ")");
-    const auto step = parse_number<std::size_t>("the checkpoint's step", field("step"));
-    load_model(o.out, model);
-    shaped::io::load_parameters(opt.exp_avg().storage(), state, "exp_avg.");
-    shaped::io::load_parameters(opt.exp_avg_sq().storage(), state, "exp_avg_sq.");
-    opt.set_steps(step);
-    return step;
-}
-
 // ---- training --------------------------------------------------------------------------------
 
 // into += from, gradient by gradient.
@@ -375,6 +328,25 @@ void add(const shaped::train::gradients<Model>& into, const shaped::train::gradi
     shaped::train::for_each_gradient(into.storage(), from, [](std::string_view, auto& sum, auto& term) {
         for (std::size_t i = 0; i < sum.size(); ++i) sum.data()[i] += term.data()[i];
     });
+}
+
+// The step this run starts at: 0, or with --resume the step of OUT's checkpoint, whose model and
+// moments are then read. A run killed before its first checkpoint left a log but no checkpoint:
+// resumed, it starts over. A run not resumed never starts over a checkpoint it would replace.
+template <class Model, class Optimizer>
+std::size_t start_step(const options& o, const shaped_train::run_identity& run, std::size_t last, Model& model,
+                       Optimizer& opt) {
+    const fs::path checkpoint = o.out / shaped_train::checkpoint_file;
+    const bool have_checkpoint = fs::exists(checkpoint);
+    if (!o.resume) {
+        if (have_checkpoint)
+            throw std::runtime_error(o.out.string() + ": holds a checkpoint already (" + std::string(shaped_train::checkpoint_file) +
+                                     "): --resume continues it; another -o OUT starts a new run");
+        return 0;
+    }
+    if (have_checkpoint) return shaped_train::read_checkpoint(o.out, model, opt, run, last);
+    if (fs::exists(o.out / shaped_train::log_file)) return 0;
+    throw std::runtime_error(checkpoint.string() + ": no checkpoint to resume");
 }
 
 template <class Preset>
@@ -399,10 +371,14 @@ int train(const options& o, const processes& world) {
     shaped::Generator init(o.seed);
     auto model = std::make_unique<Model>(init);
     shaped::train::AdamW<Model> opt({.beta1 = o.beta1, .beta2 = o.beta2, .eps = 1e-8, .weight_decay = o.weight_decay});
-    fs::create_directories(o.out);
+    const std::size_t last = std::min(o.steps, o.stop_at.value_or(o.steps));
+    const shaped_train::run_identity run{std::string(Preset::name), o.seed, shaped_train::text_fingerprint(all)};
+    // The first process writes OUT, and holds it while it does.
+    std::optional<shaped_train::run_folder> folder;
+    if (world.leads()) folder.emplace(o.out);
     // Before the gradients and activations are allocated: a checkpoint is read whole before it is
     // assigned, and its copy is then gone when they take their place.
-    const std::size_t first = o.resume ? load_checkpoint<Preset>(o, *model, opt) : 0;
+    const std::size_t first = start_step(o, run, last, *model, opt);
     shaped::train::gradients<Model> grads;
     // A micro-batch's own gradients, when a process takes more than one a step.
     std::optional<shaped::train::gradients<Model>> micro;
@@ -440,23 +416,12 @@ int train(const options& o, const processes& world) {
         if (world.leads()) std::cout << "step " << step << ": train loss " << train_loss << ", val loss " << val_loss << std::endl;
     };
 
-    std::ofstream log;
-    if (world.leads()) {
-        // A resumed run's log keeps the steps before its checkpoint, and takes up from there.
-        std::vector<std::string> kept{"step\tloss\tlr\tgrad_norm"};
-        std::ifstream previous(o.out / "log.tsv");
-        for (std::string line; first && std::getline(previous, line);)
-            if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) && std::stoull(line) < first) kept.push_back(line);
-        previous.close();
-        log.open(o.out / "log.tsv", std::ios::trunc);
-        for (const auto& line : kept) log << line << '\n';
-        log.precision(17);
-    }
+    std::optional<shaped_train::training_log> log;
+    if (world.leads()) log.emplace(o.out, first);
     const bool terminal = isatty(STDERR_FILENO);
     const std::size_t checkpoint_every = o.checkpoint_every.value_or(o.eval_every);
     const auto start = std::chrono::steady_clock::now();
     const std::size_t tokens_per_step = o.accumulate * B::extent * T::extent;
-    const std::size_t last = std::min(o.steps, o.stop_at.value_or(o.steps));
     fs::path written;  // the checkpoint shaped-run reads
     for (std::size_t step = first; step < last; ++step) {
         if (step % o.eval_every == 0) report(step);
@@ -477,11 +442,15 @@ int train(const options& o, const processes& world) {
         }
         loss /= static_cast<double>(o.accumulate);
         const double norm = shaped::train::clip_grad_norm(grads, o.clip);
+        // Checked before the step is taken, so that what the step would write is never a model
+        // of NaNs.
+        if (!std::isfinite(loss) || !std::isfinite(norm))
+            throw std::runtime_error("at step " + std::to_string(step) + " the loss is " + std::to_string(loss) +
+                                     " and the gradients' norm " + std::to_string(norm) + "; stopped before taking it");
         const double lr = schedule(step);
         opt.step(*model, grads, lr);
-        if (!std::isfinite(loss)) throw std::runtime_error("the loss is " + std::to_string(loss) + " at step " + std::to_string(step));
         if (world.leads()) {
-            log << step << '\t' << loss << '\t' << lr << '\t' << norm << '\n';
+            log->write(step, loss, lr, norm);
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             const double done = static_cast<double>(step + 1 - first);
             if (terminal)
@@ -489,8 +458,11 @@ int train(const options& o, const processes& world) {
                           << static_cast<long long>(done * static_cast<double>(tokens_per_step) / seconds) << " tok/s  "
                           << duration(seconds / done * static_cast<double>(o.steps - step - 1)) << " left   " << std::flush;
             if ((step + 1) % checkpoint_every == 0 || step + 1 == last) {
-                log.flush();
-                written = save_checkpoint<Preset>(o, *model, opt, step + 1);
+                shaped_train::write_checkpoint(o.out, *model, opt, step + 1, run);
+                written = save_model(o.out, *model,
+                                     {{"tokenizer", Preset::tokenizer == shaped_train::tokenizer_kind::bytes ? "bytes" : "gpt2"},
+                                      {"step", std::to_string(step + 1)}});
+                folder->sync();
             }
         }
     }

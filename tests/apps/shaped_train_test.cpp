@@ -5,9 +5,19 @@
 // exit status 1.
 #include "app_support.hpp"
 
+#include <shaped/shaped.hpp>
+
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -46,6 +56,12 @@ std::vector<double> losses(const fs::path& out) {
         found.push_back(loss);
     }
     return found;
+}
+
+// NAME=value as a shell assignment: the caller's own options for that sanitizer, then one more.
+std::string sanitizer_options(const char* name, const std::string& option) {
+    const char* given = std::getenv(name);
+    return std::string(name) + "='" + (given && *given ? std::string(given) + ":" : "") + option + "' ";
 }
 
 // A short run's flags: a fast schedule, a cheap evaluation.
@@ -106,15 +122,10 @@ TEST_CASE("a shaped-train run stopped and resumed takes the steps an unbroken ru
     REQUIRE(r.out.find("resumed at step 17") != std::string::npos);
     REQUIRE(contents(resumed / "log.tsv") == contents(unbroken / "log.tsv"));
     REQUIRE(contents(resumed / "model.safetensors") == contents(unbroken / "model.safetensors"));
-    REQUIRE(contents(resumed / "optimizer.safetensors") == contents(unbroken / "optimizer.safetensors"));
+    REQUIRE(contents(resumed / "checkpoint.safetensors") == contents(unbroken / "checkpoint.safetensors"));
 }
 
 #if defined(SHAPED_MPIEXEC)
-// NAME=value as a shell assignment: the caller's own options for that sanitizer, then one more.
-std::string sanitizer_options(const char* name, const std::string& option) {
-    const char* given = std::getenv(name);
-    return std::string(name) + "='" + (given && *given ? std::string(given) + ":" : "") + option + "' ";
-}
 
 TEST_CASE("two shaped-train processes under mpirun reach one process's parameters", "[apps][shaped_train][mpi]") {
     scratch_dir scratch;
@@ -183,20 +194,213 @@ TEST_CASE("shaped-train reports bad input in one line, exit status 1", "[apps][s
     const result nothing = train(out + " --resume", scratch.path);
     CHECK(nothing.status == 1);
     CHECK(lines_of(nothing.err) == 1);
-    CHECK(nothing.err.find("optimizer.safetensors") != std::string::npos);
+    CHECK(nothing.err.find("no checkpoint to resume") != std::string::npos);
 
     // A checkpoint cut short is refused, naming the file, and left as it was.
     REQUIRE(train(out + " --steps 4 --warmup 1 --eval-every 4 --eval-batches 1", scratch.path).status == 0);
-    const fs::path state = scratch.path / "run" / "optimizer.safetensors";
+    const fs::path state = scratch.path / "run" / "checkpoint.safetensors";
     fs::resize_file(state, fs::file_size(state) / 2);
     const std::string cut = contents(state);
     const result truncated = train(out + " --steps 8 --warmup 1 --eval-every 4 --eval-batches 1 --resume", scratch.path);
     CHECK(truncated.status == 1);
     CHECK(lines_of(truncated.err) == 1);
-    CHECK(truncated.err.find("optimizer.safetensors") != std::string::npos);
+    CHECK(truncated.err.find("checkpoint.safetensors") != std::string::npos);
     CHECK(contents(state) == cut);
 
     const result bpe = train(out + " --preset gpt-bpe", scratch.path);
     CHECK(bpe.status == 1);
     CHECK(bpe.err.find("--tokenizer") != std::string::npos);
+}
+
+// ---- checkpoints that survive kills and full disks ---------------------------------------------
+
+namespace {
+
+// shaped-train with the fault-injection library preloaded (fault_injection.cpp: SHAPED_FAULT is
+// ACTION:FILE:OPERATION:N). A sanitized build's runtime must then be told that it need not be the
+// first library loaded.
+result train_with_fault(const std::string& fault, const std::string& args, const fs::path& scratch) {
+    const std::string preload = "SHAPED_FAULT=" + fault + " LD_PRELOAD=" SHAPED_FAULT_INJECTION " " +
+                                sanitizer_options("ASAN_OPTIONS", "verify_asan_link_order=0");
+    return apps_support::run_program(preload + SHAPED_TRAIN, text.string() + " " + args, scratch);
+}
+
+// The files a run leaves that a later one would find: none may be a temporary.
+std::vector<std::string> temporaries(const fs::path& out) {
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(out))
+        if (entry.path().filename().string().find(".tmp-") != std::string::npos) found.push_back(entry.path().filename());
+    return found;
+}
+
+// A run's files as a resume must reproduce them, bit for bit.
+void require_same_run(const fs::path& resumed, const fs::path& unbroken, const std::vector<std::string>& files) {
+    for (const auto& file : files) {
+        INFO(file);
+        REQUIRE(contents(resumed / file) == contents(unbroken / file));
+    }
+    REQUIRE(temporaries(resumed).empty());
+}
+
+// A run of three checkpoints (after steps 4, 8 and 12), each line of its log a step.
+const std::string checkpointed_run = "--steps 12 --warmup 2 --lr 3e-3 --eval-every 4 --eval-batches 1";
+
+// A fault, and what it does to a checkpointed_run.
+struct fault_case {
+    std::string fault;
+    std::string preset;
+    bool stops_with_error;  // a full disk: exit 1, one line; a kill: killed by SIGKILL
+    std::string says;       // in that line
+};
+
+// The tensors of a preset's checkpoint, hence its writes: the length, the header, one a tensor.
+std::size_t checkpoint_writes(const fs::path& out) {
+    return shaped::io::safetensors_file(out / "checkpoint.safetensors").names().size() + 2;
+}
+
+}  // namespace
+
+TEST_CASE("a shaped-train run killed or out of disk at any moment of a checkpoint resumes to the unbroken run's bits",
+          "[apps][shaped_train][faults]") {
+    scratch_dir scratch;
+    std::map<std::string, fs::path> unbroken;
+    for (const std::string preset : {"gpt-char", "llama-char"}) {
+        unbroken[preset] = scratch.path / ("unbroken-" + preset);
+        REQUIRE(train("-o " + unbroken[preset].string() + " " + checkpointed_run + " --preset " + preset, scratch.path).status == 0);
+    }
+    const std::size_t writes = checkpoint_writes(unbroken["gpt-char"]);
+    const std::string mid_second = std::to_string(writes + writes / 2);
+    const std::vector<fault_case> cases{
+        // Killed: before the first checkpoint is begun (a log, no checkpoint), in the middle of the
+        // second one, with it whole but not yet renamed, just after its rename, while the model
+        // shaped-run reads is written, and in the middle of a log line.
+        {"kill:checkpoint.safetensors:open:1", "gpt-char", false, ""},
+        {"kill:checkpoint.safetensors:write:" + mid_second, "gpt-char", false, ""},
+        {"kill:checkpoint.safetensors:rename:2", "gpt-char", false, ""},
+        {"kill:checkpoint.safetensors:renamed:2", "gpt-char", false, ""},
+        {"kill:model.safetensors:write:3", "gpt-char", false, ""},
+        {"kill:log.tsv:write:7", "gpt-char", false, ""},
+        {"kill:config.json:write:1", "llama-char", false, ""},
+        {"kill:checkpoint.safetensors:renamed:1", "llama-char", false, ""},
+        // The disk full: while the second checkpoint is written, when it is flushed, while the
+        // model or the log is written.
+        {"full:checkpoint.safetensors:write:" + mid_second, "gpt-char", true, "checkpoint.safetensors"},
+        {"full:checkpoint.safetensors:flush:2", "gpt-char", true, "checkpoint.safetensors"},
+        {"full:model.safetensors:write:2", "gpt-char", true, "model.safetensors"},
+        {"full:log.tsv:write:7", "gpt-char", true, "log.tsv"},
+        {"full:config.json:flush:2", "llama-char", true, "config.json"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.fault << " " << c.preset);
+        const fs::path out = scratch.path / ("run-" + std::to_string(&c - cases.data()));
+        const std::string flags = "-o " + out.string() + " " + checkpointed_run + " --preset " + c.preset;
+        const result stopped = train_with_fault(c.fault, flags, scratch.path);
+        INFO(stopped.err);
+        if (c.stops_with_error) {
+            REQUIRE(stopped.status == 1);
+            REQUIRE(lines_of(stopped.err) == 1);
+            REQUIRE(stopped.err.find(c.says) != std::string::npos);
+            REQUIRE(stopped.err.find("No space left on device") != std::string::npos);
+        } else {
+            REQUIRE(stopped.status == 128 + 9);  // the shell's word for killed by SIGKILL
+        }
+        // The run stopped short of its end: its checkpoint, if any, is an earlier step's.
+        REQUIRE(contents(out / "log.tsv") != contents(unbroken[c.preset] / "log.tsv"));
+        const result resumed = train(flags + " --resume", scratch.path);
+        INFO(resumed.err);
+        REQUIRE(resumed.status == 0);
+        require_same_run(out, unbroken[c.preset], {"log.tsv", "checkpoint.safetensors", "model.safetensors"});
+        if (c.preset == "llama-char") require_same_run(out, unbroken[c.preset], {"config.json"});
+    }
+}
+
+TEST_CASE("shaped-train resumes only a whole checkpoint of its own run, and never replaces one with NaNs",
+          "[apps][shaped_train][faults]") {
+    scratch_dir scratch;
+    const fs::path out = scratch.path / "run";
+    const std::string flags = "-o " + out.string() + " " + short_run;
+    REQUIRE(train(flags + " --stop-at 10", scratch.path).status == 0);
+    const fs::path state = out / "checkpoint.safetensors";
+    const std::string good = contents(state);
+
+    SECTION("a run started without --resume does not write over it") {
+        const result fresh = train(flags, scratch.path);
+        CHECK(fresh.status == 1);
+        CHECK(lines_of(fresh.err) == 1);
+        CHECK(fresh.err.find("--resume continues it") != std::string::npos);
+    }
+    SECTION("a second run on the same folder at once is refused") {
+        const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
+        REQUIRE(fd >= 0);
+        REQUIRE(::flock(fd, LOCK_EX) == 0);
+        const result second = train(flags + " --resume", scratch.path);
+        ::close(fd);
+        CHECK(second.status == 1);
+        CHECK(lines_of(second.err) == 1);
+        CHECK(second.err.find("another shaped-train is writing there") != std::string::npos);
+    }
+    SECTION("another seed, preset or text is refused, naming what differs") {
+        const result seed = train(flags + " --seed 7 --resume", scratch.path);
+        CHECK(seed.status == 1);
+        CHECK(seed.err.find("a checkpoint of seed 1337, not 7") != std::string::npos);
+        const fs::path other_text = scratch.path / "other.txt";
+        std::ofstream(other_text) << contents(text).substr(1000);
+        const result other = apps_support::run_program(SHAPED_TRAIN, other_text.string() + " " + flags + " --resume", scratch.path);
+        CHECK(other.status == 1);
+        CHECK(lines_of(other.err) == 1);
+        CHECK(other.err.find("a checkpoint of another text") != std::string::npos);
+    }
+    SECTION("a step that is not a step count, or past the run's end, is refused") {
+        const shaped::io::safetensors_file file(state);
+        for (const std::string step : {"-1", "18446744073709551615", "0", "ten"}) {
+            INFO(step);
+            // The same tensors, another step in the metadata.
+            std::vector<std::vector<std::byte>> bytes;
+            std::vector<shaped::io::safetensors_view> views;
+            for (const auto& name : file.names()) {
+                const auto& info = file.info(name);
+                bytes.emplace_back(info.data_end - info.data_begin);
+                file.read(name, bytes.back());
+            }
+            for (std::size_t i = 0; i < bytes.size(); ++i)
+                views.push_back({file.names()[i], file.info(file.names()[i]).dtype, file.info(file.names()[i]).shape, bytes[i]});
+            auto metadata = file.metadata();
+            metadata["step"] = step;
+            shaped::io::write_safetensors(state, views, metadata);
+            const result r = train(flags + " --resume", scratch.path);
+            CHECK(r.status == 1);
+            CHECK(lines_of(r.err) == 1);
+            CHECK(r.err.find(step == "18446744073709551615" ? "past this run's last step 30" : "is not a step count") !=
+                  std::string::npos);
+        }
+    }
+    SECTION("NaN moments are refused on resume, and the checkpoint kept") {
+        // The first element of the first second moment, as the file's header places it.
+        const shaped::io::safetensors_file file(state);
+        std::string first_moment;
+        for (const auto& name : file.names())
+            if (name.starts_with("exp_avg_sq.")) {
+                first_moment = name;
+                break;
+            }
+        std::uint64_t header = 0;
+        std::memcpy(&header, good.data(), sizeof header);
+        std::string poisoned = good;
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(poisoned.data() + 8 + header + file.info(first_moment).data_begin, &nan, sizeof nan);
+        std::ofstream(state, std::ios::binary | std::ios::trunc) << poisoned;
+        const result r = train(flags + " --resume", scratch.path);
+        CHECK(r.status == 1);
+        CHECK(lines_of(r.err) == 1);
+        CHECK(r.err.find(first_moment + " element 0 is nan") != std::string::npos);
+        CHECK(contents(state) == poisoned);
+    }
+    SECTION("stale temporaries of a killed run are removed by the next") {
+        std::ofstream(out / ".checkpoint.safetensors.tmp-12345") << "half a checkpoint";
+        std::ofstream(out / ".model.safetensors.tmp-678") << "half a model";
+        const result r = train(flags + " --resume", scratch.path);
+        INFO(r.err);
+        CHECK(r.status == 0);
+        CHECK(temporaries(out).empty());
+    }
 }
