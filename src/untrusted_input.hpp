@@ -52,13 +52,10 @@ inline constexpr std::size_t no_size_limit = std::numeric_limits<std::size_t>::m
 inline std::string read_whole_file(std::string_view context, const std::filesystem::path& path, std::string_view format,
                                    std::size_t max_bytes) {
     require_regular_file(context, path, format);
-    const auto too_large = [&](std::string_view size) {
-        fail_io(context, std::string(size) + ", more than the " + describe_bytes(max_bytes) + " " + std::string(format) +
-                             " may be");
-    };
+    const std::string limit = "the " + describe_bytes(max_bytes) + " " + std::string(format) + " may be";
     std::error_code error;
     const auto size = std::filesystem::file_size(path, error);
-    if (!error && size > max_bytes) too_large("is " + std::to_string(size) + " bytes");
+    if (!error && size > max_bytes) fail_io(context, "is " + std::to_string(size) + " bytes, more than " + limit);
     std::ifstream in(path, std::ios::binary);
     if (!in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
     std::string bytes;
@@ -69,7 +66,7 @@ inline std::string read_whole_file(std::string_view context, const std::filesyst
         bytes.resize(filled + chunk_size);
         in.read(bytes.data() + filled, chunk_size);
         bytes.resize(filled + static_cast<std::size_t>(in.gcount()));
-        if (bytes.size() > max_bytes) too_large("grew while it was read");
+        if (bytes.size() > max_bytes) fail_io(context, "grew while it was read to more than " + limit);
     }
     if (in.bad()) fail_io(context, "read error");
     return bytes;
