@@ -69,8 +69,10 @@ std::shared_ptr<const detail::gpt2_tables> load_tables(std::string_view vocab_js
 std::string file_context(std::string_view name) { return "shaped::text::gpt2_tokenizer: '" + std::string(name) + "': "; }
 
 std::shared_ptr<const detail::gpt2_tables> load_files(const fs::path& vocab_file, const fs::path& merges_file) {
-    const std::string vocab = io::detail::read_whole_file(file_context(vocab_file.string()), vocab_file, "a vocabulary (JSON)");
-    const std::string merges = io::detail::read_whole_file(file_context(merges_file.string()), merges_file, "a merges file");
+    const std::string vocab = io::detail::read_whole_file(file_context(vocab_file.string()), vocab_file,
+                                                          "a vocabulary (JSON)", gpt2_tokenizer::max_file_bytes);
+    const std::string merges = io::detail::read_whole_file(file_context(merges_file.string()), merges_file,
+                                                           "a merges file", gpt2_tokenizer::max_file_bytes);
     return load_tables(vocab, merges, vocab_file.string(), merges_file.string());
 }
 

@@ -35,14 +35,28 @@ std::size_t count_of(const nlohmann::json& config, const fs::path& path, std::in
 
 gpt_checkpoint_config read_config_json(const fs::path& path) {
     const std::string context = "shaped::models::read_gpt_config: " + path.string() + ": ";
-    return parse_gpt2_config(io::detail::read_whole_file(context, path, "a GPT-2 config.json"), path);
+    return detail::gpt2_config_from_json(
+        detail::read_config_json(context, path, [&](const std::string& problem) { fail(path, problem); }), path);
+}
+
+// Whether the config's boolean `key` is `expected`, when it says one.
+void require_flag(const nlohmann::json& config, const fs::path& path, const char* key, bool expected, const char* why) {
+    const auto found = config.find(key);
+    if (found == config.end() || found->is_null()) return;
+    if (!found->is_boolean()) fail(path, std::string("\"") + key + "\" is not true or false");
+    if (found->get<bool>() != expected) fail(path, std::string("has \"") + key + "\": " + found->dump() + ", " + why);
 }
 
 }  // namespace
 
 gpt_checkpoint_config parse_gpt2_config(std::string_view text, const fs::path& path) {
-    const nlohmann::json config =
-        detail::parse_config_json(text, "gpt2", "GPT-2", [&](const std::string& problem) { fail(path, problem); });
+    const auto fail_here = [&](const std::string& problem) { fail(path, problem); };
+    const nlohmann::json config = detail::parse_json_object(text, fail_here);
+    return detail::gpt2_config_from_json(config, path);
+}
+
+gpt_checkpoint_config detail::gpt2_config_from_json(const nlohmann::json& config, const fs::path& path) {
+    detail::require_model_type(config, "gpt2", "GPT-2", [&](const std::string& problem) { fail(path, problem); });
     gpt_checkpoint_config out;
     out.vocab_size = count_of(config, path, {"vocab_size"});
     out.block_size = count_of(config, path, {"n_positions", "n_ctx"});
@@ -59,6 +73,16 @@ gpt_checkpoint_config parse_gpt2_config(std::string_view text, const fs::path& p
         if (!eps->is_number()) fail(path, "\"layer_norm_epsilon\" is not a number");
         out.layer_norm_epsilon = eps->get<double>();
     }
+    // What GPT2Config can say that shaped's GPT does not do; each would load and run, wrong.
+    if (const auto inner = config.find("n_inner"); inner != config.end() && !inner->is_null()) {
+        if (!inner->is_number_unsigned() || inner->get<std::size_t>() != 4 * out.n_embd)
+            fail(path, "has \"n_inner\": " + inner->dump() + ", but shaped's GPT has an MLP of 4 n_embd, " +
+                           std::to_string(4 * out.n_embd));
+    }
+    require_flag(config, path, "scale_attn_weights", true, "but shaped's GPT scales attention by 1/sqrt(head size)");
+    require_flag(config, path, "scale_attn_by_inverse_layer_idx", false,
+                 "which shaped's GPT does not do (it scales every layer's attention alike)");
+    require_flag(config, path, "add_cross_attention", false, "which shaped's GPT does not have");
     return out;
 }
 
@@ -106,6 +130,18 @@ gpt_checkpoint_config read_gpt_config(const fs::path& path) {
     return read_state_dict(path);
 }
 
+std::vector<std::string> why_not_compilable(const gpt_checkpoint_config& found) {
+    std::vector<std::string> out;
+    if (!found.n_head) out.push_back("n_head: the checkpoint does not say (nanoGPT's metadata \"n_head\" would)");
+    if (found.activation != "gelu_new" && found.activation != "gelu")
+        out.push_back("activation_function: the checkpoint has " + found.activation +
+                      "; shaped's GPT has gelu (erf) or gelu_new (tanh)");
+    if (found.layer_norm_epsilon != nn::LayerNorm<dim<"C", 1>>::eps)
+        out.push_back("layer_norm_epsilon: shaped's LayerNorm has " + detail::number_text(nn::LayerNorm<dim<"C", 1>>::eps) +
+                      " in every config");
+    return out;
+}
+
 std::string config_spelling(const gpt_checkpoint_config& config) {
     std::ostringstream out;
     out << "shaped::models::gpt_config<" << config.vocab_size << ", " << config.block_size << ", " << config.n_layer
@@ -113,6 +149,8 @@ std::string config_spelling(const gpt_checkpoint_config& config) {
         << config.n_embd;
     if (config.activation == "gelu_new") out << ", shaped::nn::activation::gelu_tanh";
     else if (config.activation != "gelu") out << ", /* no shaped activation is \"" << config.activation << "\" */";
+    if (config.layer_norm_epsilon != nn::LayerNorm<dim<"C", 1>>::eps)
+        out << " /* layer_norm_epsilon " << detail::number_text(config.layer_norm_epsilon) << " */";
     out << ">";
     return out.str();
 }
@@ -127,6 +165,14 @@ std::string stored_name(const io::safetensors_file& file, std::string_view name)
     const std::string bare(name.substr(prefix.size()));
     // Neither is in the file: the full name, which the error then names.
     return file.contains(bare) ? bare : std::string(name);
+}
+
+std::optional<std::string> layer_norm_eps_mismatch(const gpt_checkpoint_config& found) {
+    // shaped's LayerNorm has torch's eps, 1e-5, in every config.
+    constexpr double eps = nn::LayerNorm<dim<"C", 1>>::eps;
+    if (found.layer_norm_epsilon == eps) return std::nullopt;
+    return "layer_norm_epsilon: the checkpoint has " + detail::number_text(found.layer_norm_epsilon) +
+           ", shaped's LayerNorm " + detail::number_text(eps);
 }
 
 void throw_config_mismatch(const fs::path& path, const gpt_checkpoint_config& found,

@@ -6,6 +6,7 @@
 #include "untrusted_input.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace shaped::io {
@@ -62,7 +63,35 @@ std::size_t dtype_size(dtype type) {
     return 0;
 }
 
+std::string read_file(const std::filesystem::path& path, std::size_t max_bytes, std::string_view what) {
+    return detail::read_whole_file("shaped::io::read_file: " + path.string() + ": ", path, what, max_bytes);
+}
+
 namespace detail {
+
+std::string describe_bytes(std::size_t bytes) {
+    constexpr std::size_t kib = 1024, mib = kib * 1024, gib = mib * 1024;
+    if (bytes >= gib && bytes % gib == 0) return std::to_string(bytes / gib) + " GiB";
+    if (bytes >= mib && bytes % mib == 0) return std::to_string(bytes / mib) + " MiB";
+    if (bytes >= kib && bytes % kib == 0) return std::to_string(bytes / kib) + " KiB";
+    return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
+}
+
+namespace {
+
+template <class T>
+void require_finite_elements(std::span<const T> values, std::string_view where) {
+    const auto bad = std::find_if(values.begin(), values.end(), [](T x) { return !std::isfinite(x); });
+    if (bad == values.end()) return;
+    const std::string value = std::isnan(*bad) ? "nan" : *bad > 0 ? "inf" : "-inf";
+    throw io_error(std::string(where) + ": element " + std::to_string(bad - values.begin()) + " is " + value +
+                   ", not a finite weight");
+}
+
+}  // namespace
+
+void require_finite(std::span<const float> values, std::string_view where) { require_finite_elements(values, where); }
+void require_finite(std::span<const double> values, std::string_view where) { require_finite_elements(values, where); }
 
 void check_dtype(const stored_tensor& stored, dtype wanted) {
     if (stored.type == wanted) return;

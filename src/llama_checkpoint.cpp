@@ -84,6 +84,23 @@ std::string describe_pairing(nn::rotary_pairing pairing) {
     return pairing == nn::rotary_pairing::adjacent ? "adjacent" : "halves";
 }
 
+// llama_config's NormEpsInverse for `eps`: the whole N with 1.0 / N exactly eps, if there is one.
+std::optional<std::size_t> eps_inverse(double eps) {
+    const double n = std::round(1.0 / eps);
+    if (!(n >= 1 && n < 1e19)) return std::nullopt;
+    const auto whole = static_cast<std::size_t>(n);
+    if (1.0 / static_cast<double>(whole) != eps) return std::nullopt;
+    return whole;
+}
+
+// llama_config's RopeTheta for `theta`, if it is a whole number.
+std::optional<std::size_t> whole_theta(double theta) {
+    if (!(theta >= 1 && theta < 1e19) || theta != std::floor(theta)) return std::nullopt;
+    return static_cast<std::size_t>(theta);
+}
+
+constexpr double default_norm_eps = 1e-5, default_rope_theta = 10000.0;
+
 }  // namespace
 
 llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, const fs::path& path) {
@@ -114,8 +131,12 @@ llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, 
 }
 
 llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::path& path) {
-    const nlohmann::json config =
-        detail::parse_config_json(text, "llama", "Llama", [&](const std::string& problem) { fail(path, problem); });
+    return detail::hf_llama_config_from_json(
+        detail::parse_json_object(text, [&](const std::string& problem) { fail(path, problem); }), path);
+}
+
+llama_checkpoint_config detail::hf_llama_config_from_json(const nlohmann::json& config, const fs::path& path) {
+    detail::require_model_type(config, "llama", "Llama", [&](const std::string& problem) { fail(path, problem); });
     if (const auto act = config.find("hidden_act"); act != config.end() && *act != "silu")
         fail(path, "\"hidden_act\" is " + act->dump() + ": shaped's Llama has SwiGLU, \"silu\"");
     llama_checkpoint_config out;
@@ -137,29 +158,44 @@ llama_checkpoint_config parse_hf_llama_config(std::string_view text, const fs::p
     out.rope_theta = positive_number(config, path, "rope_theta", 10000.0);
     if (const auto scaling = config.find("rope_scaling"); scaling != config.end() && !scaling->is_null())
         fail(path, "has \"rope_scaling\", which shaped's rotary encoding does not do");
+    // Biases shaped's Llama does not have: their tensors would be left unread, and the model wrong.
+    for (const char* key : {"attention_bias", "mlp_bias"}) {
+        const auto bias = config.find(key);
+        if (bias == config.end() || bias->is_null() || *bias == false) continue;
+        fail(path, std::string("has \"") + key + "\": " + bias->dump() + ", but shaped's Llama has no biases");
+    }
     check_shapes(out, path);
+    if (const auto head = config.find("head_dim"); head != config.end() && !head->is_null()) {
+        if (!head->is_number_unsigned() || head->get<std::size_t>() != out.dim / out.n_heads)
+            fail(path, "has \"head_dim\": " + head->dump() + ", but shaped's Llama's heads are hidden_size / "
+                       "num_attention_heads, " + std::to_string(out.dim / out.n_heads));
+    }
     return out;
 }
 
-bool is_llama_checkpoint(const fs::path& path) {
+checkpoint_config read_checkpoint_config(const fs::path& path) {
     std::error_code error;
-    if (fs::is_regular_file(path, error)) return path.extension() == ".bin";
-    const fs::path config = path / "config.json";
-    if (!fs::is_directory(path, error) || !fs::is_regular_file(config, error)) return false;
-    try {
-        const auto json = nlohmann::json::parse(io::detail::read_whole_file("", config, "a config.json"));
-        const auto type = json.find("model_type");
-        return type != json.end() && *type == "llama";
-    } catch (const std::exception&) {
-        return false;  // not a Llama's: its own reader says what is wrong with it
-    }
+    if (fs::is_regular_file(path, error) && path.extension() == ".bin") return read_llama_config(path);
+    if (!fs::is_directory(path, error)) return read_gpt_config(path);
+    // One read of config.json tells the family and gives its config.
+    const fs::path file = path / "config.json";
+    const std::string context = "shaped::models::read_checkpoint_config: " + file.string() + ": ";
+    const auto fail_here = [&](const std::string& problem) {
+        throw io::io_error("shaped::models::read_checkpoint_config: " + file.string() + ": " + problem);
+    };
+    const nlohmann::json config = detail::read_config_json(context, file, fail_here);
+    if (const auto type = config.find("model_type"); type != config.end() && *type == "llama")
+        return detail::hf_llama_config_from_json(config, file);
+    return detail::gpt2_config_from_json(config, file);
 }
 
 llama_checkpoint_config read_llama_config(const fs::path& path) {
     const std::string context = "shaped::models::read_llama_config: " + path.string() + ": ";
-    if (fs::is_directory(path))
-        return parse_hf_llama_config(io::detail::read_whole_file(context, path / "config.json", "a Llama config.json"),
-                                     path / "config.json");
+    if (fs::is_directory(path)) {
+        const fs::path file = path / "config.json";
+        return detail::hf_llama_config_from_json(
+            detail::read_config_json(context, file, [&](const std::string& problem) { fail(file, problem); }), file);
+    }
     io::detail::require_regular_file(context, path, "a llama2.c checkpoint");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
@@ -172,11 +208,35 @@ std::string config_spelling(const llama_checkpoint_config& c) {
     std::ostringstream out;
     out << "shaped::models::llama_config<" << c.vocab_size << ", " << c.seq_len << ", " << c.n_layers << ", "
         << c.n_heads << ", " << c.n_kv_heads << ", " << c.dim << ", " << c.hidden_dim;
-    if (!c.tied_classifier || c.rotary_pairing != nn::rotary_pairing::adjacent)
-        out << ", " << (c.tied_classifier ? "true" : "false");
-    if (c.rotary_pairing != nn::rotary_pairing::adjacent) out << ", shaped::nn::rotary_pairing::halves";
+    // Each optional parameter is spelled when it, or one after it, is not the default.
+    const bool theta = c.rope_theta != default_rope_theta;
+    const bool eps = theta || c.norm_eps != default_norm_eps;
+    const bool pairing = eps || c.rotary_pairing != nn::rotary_pairing::adjacent;
+    if (pairing || !c.tied_classifier) out << ", " << (c.tied_classifier ? "true" : "false");
+    if (pairing)
+        out << (c.rotary_pairing == nn::rotary_pairing::adjacent ? ", shaped::nn::rotary_pairing::adjacent"
+                                                                 : ", shaped::nn::rotary_pairing::halves");
+    if (eps) {
+        if (const auto n = eps_inverse(c.norm_eps)) out << ", " << *n;
+        else out << ", /* no whole N has 1 / N = " << detail::number_text(c.norm_eps) << " */";
+    }
+    if (theta) {
+        if (const auto n = whole_theta(c.rope_theta)) out << ", " << *n;
+        else out << ", /* theta " << detail::number_text(c.rope_theta) << " is not a whole number */";
+    }
     out << ">";
     return out.str();
+}
+
+std::vector<std::string> why_not_compilable(const llama_checkpoint_config& found) {
+    std::vector<std::string> out;
+    if (!eps_inverse(found.norm_eps))
+        out.push_back("rms_norm_eps " + detail::number_text(found.norm_eps) +
+                      " is not 1/N for a whole N, as llama_config's eps is");
+    if (!whole_theta(found.rope_theta))
+        out.push_back("rope_theta " + detail::number_text(found.rope_theta) +
+                      " is not a whole number, as llama_config's theta is");
+    return out;
 }
 
 namespace detail {
@@ -189,11 +249,7 @@ std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& 
             out.push_back(std::string(key) + ": the checkpoint has " + show(got) + ", the compiled config " + show(want));
     };
     const auto count = [](std::size_t n) { return std::to_string(n); };
-    const auto number = [](double x) {
-        std::ostringstream s;
-        s << x;
-        return s.str();
-    };
+    const auto number = [](double x) { return detail::number_text(x); };
     check("dim", found.dim, compiled.dim, count);
     check("hidden_dim", found.hidden_dim, compiled.hidden_dim, count);
     check("n_layers", found.n_layers, compiled.n_layers, count);
@@ -204,7 +260,7 @@ std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& 
     check("classifier", found.tied_classifier, compiled.tied_classifier,
           [](bool tied) { return std::string(tied ? "tied to the embedding" : "its own"); });
     check("rotary pairing", found.rotary_pairing, compiled.rotary_pairing, describe_pairing);
-    check("norm_eps", found.norm_eps, compiled.norm_eps, number);
+    check("rms_norm_eps", found.norm_eps, compiled.norm_eps, number);
     check("rope_theta", found.rope_theta, compiled.rope_theta, number);
     return out;
 }
@@ -236,10 +292,7 @@ void llama2c_reader::read(std::span<float> out, std::string_view what) {
     in_.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size_bytes()));
     if (static_cast<std::size_t>(in_.gcount()) != out.size_bytes())
         fail(path_, "ends inside " + std::string(what) + " (the file changed while it was read?)");
-    for (std::size_t i = 0; i < out.size(); ++i)
-        if (!std::isfinite(out[i]))
-            fail(path_, std::string(what) + " element " + std::to_string(i) + " is " + std::to_string(out[i]) +
-                            ", not a finite weight");
+    io::detail::require_finite(out, "shaped::models::load_llama: " + path_.string() + ": tensor \"" + std::string(what) + "\"");
 }
 
 void llama2c_reader::skip(std::size_t floats, std::string_view what) {

@@ -76,8 +76,8 @@ void check_id(std::string_view function, token_id id, std::size_t vocab_size, st
 // ---- the entry points ------------------------------------------------------------------------
 
 llama_tokenizer::llama_tokenizer(const fs::path& file, std::size_t vocab_size)
-    : tables_(read_tables(io::detail::read_whole_file(file_context(file.string()), file, "a tokenizer.bin"), vocab_size,
-                          file.string())) {}
+    : tables_(read_tables(io::detail::read_whole_file(file_context(file.string()), file, "a tokenizer.bin", max_file_bytes),
+                          vocab_size, file.string())) {}
 
 llama_tokenizer::llama_tokenizer(std::shared_ptr<const detail::llama_tables> loaded) : tables_(std::move(loaded)) {}
 

@@ -395,7 +395,8 @@ npy_array parse_npy(std::span<const std::byte> bytes, std::string_view what) {
 
 npy_array read_npy(const std::filesystem::path& path) {
     const std::string context = quoted_path_context("read_npy", path);
-    const std::string bytes = detail::read_whole_file(context, path, "a .npy file");
+    // A .npy file is one tensor, as large as the caller's dims make it: no limit but memory's.
+    const std::string bytes = detail::read_whole_file(context, path, "a .npy file", detail::no_size_limit);
     return parse_with_context(std::as_bytes(std::span(bytes)), context);
 }
 

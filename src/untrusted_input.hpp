@@ -41,21 +41,32 @@ inline void require_regular_file(std::string_view context, const std::filesystem
     }
 }
 
-// The whole of a regular file (see require_regular_file), read in chunks, so that a size that
-// changes while it is read cannot overrun anything.
-inline std::string read_whole_file(std::string_view context, const std::filesystem::path& path, std::string_view format) {
+// read_whole_file's limit for a file that has none but memory's (a .npy file is one tensor, as
+// large as the caller's dims make it).
+inline constexpr std::size_t no_size_limit = std::numeric_limits<std::size_t>::max();
+
+// The whole of a regular file (see require_regular_file), at most `max_bytes` of it: its size
+// is checked before it is read, and the chunked read stops as soon as it passes the limit, so a
+// file that grows while it is read cannot exhaust memory either. `format` says what the file is
+// for messages: "<file>: is N bytes, more than the 16 MiB a config.json may be".
+inline std::string read_whole_file(std::string_view context, const std::filesystem::path& path, std::string_view format,
+                                   std::size_t max_bytes) {
     require_regular_file(context, path, format);
+    const std::string limit = "the " + describe_bytes(max_bytes) + " " + std::string(format) + " may be";
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    if (!error && size > max_bytes) fail_io(context, "is " + std::to_string(size) + " bytes, more than " + limit);
     std::ifstream in(path, std::ios::binary);
     if (!in) fail_io(context, std::string("cannot open: ") + std::strerror(errno));
     std::string bytes;
-    std::error_code error;
-    if (const auto size = std::filesystem::file_size(path, error); !error) bytes.reserve(size);
+    if (!error) bytes.reserve(static_cast<std::size_t>(size));
     constexpr std::size_t chunk_size = std::size_t{1} << 16;
     while (in) {
         const std::size_t filled = bytes.size();
         bytes.resize(filled + chunk_size);
         in.read(bytes.data() + filled, chunk_size);
         bytes.resize(filled + static_cast<std::size_t>(in.gcount()));
+        if (bytes.size() > max_bytes) fail_io(context, "grew while it was read to more than " + limit);
     }
     if (in.bad()) fail_io(context, "read error");
     return bytes;

@@ -34,6 +34,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -162,9 +163,9 @@ text_side byte_side(const options& opts) {
 // What a model family's checkpoints need of shaped-run: how to read a config, match it, load it;
 // its tokenizer; its first id when the prompt is empty, and the id that ends a text.
 struct gpt_family {
-    static auto read_config(const fs::path& path) { return shaped::models::read_gpt_config(path); }
+    using config_type = shaped::models::gpt_checkpoint_config;
     template <class Config>
-    static auto load(const fs::path& path) { return shaped::models::load_gpt<Config>(path); }
+    static auto load(const fs::path& path, const config_type& found) { return shaped::models::load_gpt<Config>(path, found); }
     // GPT-2's BPE files beside the checkpoint, Hugging Face's names or OpenAI's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
@@ -187,9 +188,9 @@ struct gpt_family {
     static constexpr bool ends_without_tokenizer = false;
 };
 struct llama_family {
-    static auto read_config(const fs::path& path) { return shaped::models::read_llama_config(path); }
+    using config_type = shaped::models::llama_checkpoint_config;
     template <class Config>
-    static auto load(const fs::path& path) { return shaped::models::load_llama<Config>(path); }
+    static auto load(const fs::path& path, const config_type& found) { return shaped::models::load_llama<Config>(path, found); }
     // llama2.c's tokenizer.bin: -z, or beside the checkpoint. Its vocabulary is the model's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
@@ -215,14 +216,14 @@ struct llama_family {
 };
 
 template <class Family, class Config>
-int run(const options& opts) {
+int run(const options& opts, const typename Family::config_type& found) {
     const auto text = Family::template text<Config>(opts);
     if (opts.encode) {
         if (!text) throw std::runtime_error(opts.checkpoint.string() + ": no tokenizer beside it");
         for (const auto id : text->encode(*opts.encode)) std::cout << id << '\n';
         return 0;
     }
-    const auto model = Family::template load<Config>(opts.checkpoint);
+    const auto model = Family::template load<Config>(opts.checkpoint, found);
     using Model = typename std::remove_cvref_t<decltype(*model)>;
     std::vector<token_id> prompt = text ? text->encode(opts.prompt) : parse_ids(opts.prompt, Model::vocab_dim::extent);
     if (prompt.empty()) prompt.push_back(text && text->bytes ? token_id{'\n'} : Family::template first_id<Config>);
@@ -249,18 +250,40 @@ int run(const options& opts) {
     return 0;
 }
 
+// Why no compiled config is the checkpoint's: how it differs from the nearest one (the fewest
+// mismatches), and the line that would compile it in, when there is one that would.
+template <class... Configs, class Found>
+std::string not_compiled_in(const fs::path& checkpoint, const Found& found) {
+    std::vector<std::string> nearest;
+    std::string nearest_spelling;
+    const auto consider = [&]<class Config>(std::type_identity<Config>) {
+        auto mismatches = shaped::models::config_mismatches<Config>(found);
+        if (!nearest_spelling.empty() && mismatches.size() >= nearest.size()) return;
+        nearest = std::move(mismatches);
+        nearest_spelling = shaped::models::config_spelling<Config>();
+    };
+    (consider(std::type_identity<Configs>{}), ...);
+    std::string message = checkpoint.string() + ": its config, " + shaped::models::config_spelling(found) +
+                          ", is not compiled in; the nearest compiled config, " + nearest_spelling + ", differs in ";
+    for (std::size_t i = 0; i < nearest.size(); ++i) message += (i == 0 ? "" : "; ") + nearest[i];
+    if (const auto reasons = shaped::models::why_not_compilable(found); !reasons.empty()) {
+        message += "; no line of apps/shaped-run/configs.hpp can compile it in: ";
+        for (std::size_t i = 0; i < reasons.size(); ++i) message += (i == 0 ? "" : "; ") + reasons[i];
+    } else {
+        message += "; add the line `" + shaped::models::config_spelling(found) + ",` to apps/shaped-run/configs.hpp";
+    }
+    return message;
+}
+
 // The first compiled config the checkpoint's is, run; none is a one-line error.
 template <class Family, class... Configs>
-int run_compiled(std::tuple<Configs...>*, const options& opts) {
-    const auto found = Family::read_config(opts.checkpoint);
+int run_compiled(std::tuple<Configs...>*, const options& opts, const typename Family::config_type& found) {
     int status = -1;
-    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() ? (status = run<Family, Configs>(opts))
-                                                                               : 0),
+    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty()
+          ? (status = run<Family, Configs>(opts, found))
+          : 0),
      ...);
-    if (status < 0)
-        throw std::runtime_error(opts.checkpoint.string() + ": its config, " + shaped::models::config_spelling(found) +
-                                 ", is not compiled in; add the line `" + shaped::models::config_spelling(found) +
-                                 ",` to apps/shaped-run/configs.hpp");
+    if (status < 0) throw std::runtime_error(not_compiled_in<Configs...>(opts.checkpoint, found));
     return status;
 }
 
@@ -270,9 +293,12 @@ int main(int argc, char** argv) {
     try {
         const options opts = parse(argc, argv);
         if (!fs::exists(opts.checkpoint)) throw std::runtime_error(opts.checkpoint.string() + ": no such file or directory");
-        if (shaped::models::is_llama_checkpoint(opts.checkpoint))
-            return run_compiled<llama_family>(static_cast<shaped_run::compiled_llama_configs*>(nullptr), opts);
-        return run_compiled<gpt_family>(static_cast<shaped_run::compiled_gpt_configs*>(nullptr), opts);
+        // The checkpoint's config, read once: it says the family, and is matched and loaded with.
+        const auto found = shaped::models::read_checkpoint_config(opts.checkpoint);
+        if (const auto* llama = std::get_if<shaped::models::llama_checkpoint_config>(&found))
+            return run_compiled<llama_family>(static_cast<shaped_run::compiled_llama_configs*>(nullptr), opts, *llama);
+        return run_compiled<gpt_family>(static_cast<shaped_run::compiled_gpt_configs*>(nullptr), opts,
+                                        std::get<shaped::models::gpt_checkpoint_config>(found));
     } catch (const usage_error& error) {
         std::cerr << "shaped-run: " << error.what() << "\n(shaped-run -h for the flags)\n";
     } catch (const std::exception& error) {

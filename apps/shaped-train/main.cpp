@@ -222,15 +222,19 @@ struct token_split {
     std::span<const Id> train, val;
 };
 
+// The most bytes of training text. The text, the tokenizer's ids (4 bytes each, one a byte for
+// the byte-level presets) and their narrowed copy are in memory at once, some 6 bytes a byte of
+// text: 1 GiB (a thousand times nanoGPT's Shakespeare) keeps that within a workstation's memory,
+// and a file given by mistake (a disk image) is refused before it is read.
+constexpr std::size_t max_text_bytes = std::size_t{1} << 30;
+
 template <class Preset>
 std::vector<stored_id<Preset>> tokenize(const options& o) {
     using Id = stored_id<Preset>;
     constexpr std::size_t vocab_size = Preset::model_type::config::vocab_size;
     static_assert(vocab_size - 1 <= std::numeric_limits<Id>::max(),
                   "a preset's vocabulary must fit the ids its tokenizer's text is stored as");
-    std::ifstream in(o.text, std::ios::binary);
-    if (!in) throw std::runtime_error(o.text.string() + ": cannot be read");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = shaped::io::read_file(o.text, max_text_bytes, "the training text");
     std::vector<shaped::text::token_id> ids;
     if constexpr (Preset::tokenizer == shaped_train::tokenizer_kind::bytes) {
         ids = shaped::text::byte_tokenizer().encode(text);

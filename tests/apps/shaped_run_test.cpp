@@ -191,3 +191,74 @@ TEST_CASE("shaped-run decodes a Llama's ids with llama2.c's tokenizer.bin", "[ap
     CHECK(lines_of(missing.err) == 1);
     CHECK(missing.err.find("none.bin") != std::string::npos);
 }
+
+#include <cstdint>
+#include <iterator>
+#include <limits>
+
+namespace {
+// A copy of the parity fixtures' Hugging Face Llama in `dir`, its config.json's `from` made `to`.
+fs::path llama_copy(const fs::path& dir, const std::string& from = "", const std::string& to = "") {
+    fs::copy(fixtures / "hf_llama", dir, fs::copy_options::recursive);
+    if (from.empty()) return dir;
+    std::ifstream in(dir / "config.json");
+    std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    config.replace(config.find(from), from.size(), to);
+    std::ofstream(dir / "config.json") << config;
+    return dir;
+}
+
+// Writes `value` over float element `element` of tensor `name` in the safetensors file at `path`.
+void poke_float(const fs::path& path, const std::string& name, std::size_t element, float value) {
+    const std::size_t begin = shaped::io::safetensors_file(path).info(name).data_begin;
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t header = 0;
+    file.read(reinterpret_cast<char*>(&header), sizeof header);
+    file.seekp(static_cast<std::streamoff>(sizeof header + header + begin + element * sizeof(float)));
+    file.write(reinterpret_cast<const char*>(&value), sizeof value);
+    REQUIRE(file);
+}
+}  // namespace
+
+TEST_CASE("shaped-run refuses a NaN weight and an oversized config.json in one line, exit status 1", "[apps][shaped_run]") {
+    scratch_dir scratch;
+    const fs::path nan_weights = llama_copy(scratch.path / "nan");
+    poke_float(nan_weights / "model.safetensors", "model.norm.weight", 3, std::numeric_limits<float>::quiet_NaN());
+    const result nan = run(nan_weights.string() + " -i '1 2' -n 4 -t 0", scratch.path);
+    INFO(nan.err);
+    CHECK(nan.status == 1);
+    CHECK(nan.out.empty());
+    CHECK(lines_of(nan.err) == 1);
+    CHECK(nan.err.find("tensor \"model.norm.weight\": element 3 is nan, not a finite weight") != std::string::npos);
+
+    // 512 MiB, sparse: refused by its size before a byte of it is read.
+    const fs::path big = llama_copy(scratch.path / "big");
+    fs::resize_file(big / "config.json", std::size_t{512} << 20);
+    const result oversized = run(big.string() + " -n 4", scratch.path);
+    INFO(oversized.err);
+    CHECK(oversized.status == 1);
+    CHECK(lines_of(oversized.err) == 1);
+    CHECK(oversized.err.find("config.json: is 536870912 bytes, more than the 16 MiB a config.json may be") != std::string::npos);
+}
+
+TEST_CASE("shaped-run names a config's differing eps, and suggests a line only when one would load it", "[apps][shaped_run]") {
+    scratch_dir scratch;
+    const result reciprocal = run(llama_copy(scratch.path / "eps", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-06").string() + " -n 4",
+                                  scratch.path);
+    INFO(reciprocal.err);
+    CHECK(reciprocal.status == 1);
+    CHECK(lines_of(reciprocal.err) == 1);
+    CHECK(reciprocal.err.find("differs in rms_norm_eps: the checkpoint has 1e-06, the compiled config 1e-05") != std::string::npos);
+    CHECK(reciprocal.err.find("add the line `shaped::models::llama_config<67, 32, 2, 6, 2, 24, 40, false, "
+                              "shaped::nn::rotary_pairing::halves, 1000000>,` to apps/shaped-run/configs.hpp") != std::string::npos);
+
+    const result other = run(llama_copy(scratch.path / "odd", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 3e-06").string() + " -n 4",
+                             scratch.path);
+    INFO(other.err);
+    CHECK(other.status == 1);
+    CHECK(lines_of(other.err) == 1);
+    CHECK(other.err.find("rms_norm_eps: the checkpoint has 3e-06, the compiled config 1e-05") != std::string::npos);
+    CHECK(other.err.find("no line of apps/shaped-run/configs.hpp can compile it in: rms_norm_eps 3e-06 is not 1/N for a whole N") !=
+          std::string::npos);
+    CHECK(other.err.find("add the line") == std::string::npos);
+}

@@ -11,18 +11,20 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <map>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -402,5 +404,33 @@ TEST_CASE("shaped-train resumes only a whole checkpoint of its own run, and neve
         INFO(r.err);
         CHECK(r.status == 0);
         CHECK(temporaries(out).empty());
+    }
+}
+
+TEST_CASE("shaped-train refuses a TEXT that is no regular file of at most 1 GiB, in one line naming it",
+          "[apps][shaped_train]") {
+    scratch_dir scratch;
+    const std::string out = " -o " + (scratch.path / "run").string();
+    // A FIFO opened for reading would block until a writer came: it must be refused unopened.
+    // `timeout` keeps a regression from hanging the suite.
+    const fs::path fifo = scratch.path / "text.fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const fs::path directory = scratch.path / "texts";
+    fs::create_directories(directory);
+    const fs::path huge = scratch.path / "huge.txt";
+    std::ofstream{huge};
+    fs::resize_file(huge, (std::size_t{1} << 30) + 1);  // sparse: nothing is written
+    const std::vector<std::pair<fs::path, std::string>> refused{
+        {"/dev/zero", "is not a regular file"},
+        {fifo, "is not a regular file"},
+        {directory, "is a directory"},
+        {huge, "is 1073741825 bytes, more than the 1 GiB the training text may be"}};
+    for (const auto& [text_file, why] : refused) {
+        const result r = apps_support::run_program("timeout 60 " + std::string(SHAPED_TRAIN), text_file.string() + out, scratch.path);
+        INFO(text_file << ": " << r.err);
+        CHECK(r.status == 1);
+        CHECK(lines_of(r.err) == 1);
+        CHECK(r.err.find(text_file.string() + ": " + why) != std::string::npos);
+        CHECK(!fs::exists(scratch.path / "run" / "model.safetensors"));
     }
 }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -109,7 +110,7 @@ TEST_CASE("llama2.c files that are not what their header says are refused", "[ll
         write_llama2c(path, tiny_header(), weights_floats + table_floats,
                       [](std::size_t i) { return i == 30 ? std::numeric_limits<float>::infinity() : 1.0f; });
         CHECK_THAT(error_message<io_error>([&] { models::load_llama<Tiny>(path); }),
-                   Catch::Contains("layers.0.attention.wq.weight element 6 is inf, not a finite weight"));
+                   Catch::Contains("bad.bin: tensor \"layers.0.attention.wq.weight\": element 6 is inf, not a finite weight"));
     }
     SECTION("a config that is not the compiled one, every difference named") {
         write_llama2c(path, tiny_header(false), weights_floats + table_floats + 20);
@@ -137,7 +138,7 @@ TEST_CASE("a Hugging Face Llama config.json is read, and refused where shaped's 
     using Compiled = models::llama_config<67, 32, 2, 6, 2, 24, 40, true, shaped::nn::rotary_pairing::halves>;
     const auto mismatches = models::config_mismatches<Compiled>(config);
     REQUIRE(mismatches.size() == 2);
-    CHECK(mismatches[0] == "norm_eps: the checkpoint has 1e-06, the compiled config 1e-05");
+    CHECK(mismatches[0] == "rms_norm_eps: the checkpoint has 1e-06, the compiled config 1e-05");
     CHECK(mismatches[1] == "rope_theta: the checkpoint has 500000, the compiled config 10000");
 
     const auto refused = [&](const std::string& text) {
@@ -151,19 +152,32 @@ TEST_CASE("a Hugging Face Llama config.json is read, and refused where shaped's 
     CHECK_THAT(refused("[1, 2"), Catch::Contains("is not JSON"));
 }
 
-TEST_CASE("a Llama's checkpoint is told from a GPT's", "[llama][io]") {
+TEST_CASE("a Llama's checkpoint is told from a GPT's, its config read once", "[llama][io][config]") {
+    using models::checkpoint_config;
+    using models::gpt_checkpoint_config;
+    using models::llama_checkpoint_config;
     scratch_dir dir;
     write_llama2c(dir / "tiny.bin", tiny_header(), 1);
-    CHECK(models::is_llama_checkpoint(dir / "tiny.bin"));
+    CHECK(std::holds_alternative<llama_checkpoint_config>(models::read_checkpoint_config(dir / "tiny.bin")));
     std::filesystem::create_directories(dir / "hf");
-    std::ofstream(dir / "hf" / "config.json") << R"({"model_type": "llama"})";
-    CHECK(models::is_llama_checkpoint(dir / "hf"));
+    std::ofstream(dir / "hf" / "config.json")
+        << R"({"model_type": "llama", "hidden_size": 24, "intermediate_size": 40, "num_hidden_layers": 2,
+              "num_attention_heads": 6, "vocab_size": 67, "max_position_embeddings": 32})";
+    const checkpoint_config hf = models::read_checkpoint_config(dir / "hf");
+    REQUIRE(std::holds_alternative<llama_checkpoint_config>(hf));
+    CHECK(std::get<llama_checkpoint_config>(hf).n_kv_heads == 6);
     std::filesystem::create_directories(dir / "gpt2");
-    std::ofstream(dir / "gpt2" / "config.json") << R"({"model_type": "gpt2"})";
-    CHECK_FALSE(models::is_llama_checkpoint(dir / "gpt2"));
+    std::ofstream(dir / "gpt2" / "config.json")
+        << R"({"model_type": "gpt2", "vocab_size": 67, "n_positions": 64, "n_layer": 2, "n_head": 3, "n_embd": 24})";
+    const checkpoint_config gpt2 = models::read_checkpoint_config(dir / "gpt2");
+    REQUIRE(std::holds_alternative<gpt_checkpoint_config>(gpt2));
+    CHECK(std::get<gpt_checkpoint_config>(gpt2).n_layer == 2);
+    // A file that is no safetensors file is refused by the GPT reader, which names it.
     std::ofstream(dir / "model.safetensors") << "x";
-    CHECK_FALSE(models::is_llama_checkpoint(dir / "model.safetensors"));
-    CHECK_FALSE(models::is_llama_checkpoint(dir / "nowhere"));
+    CHECK_THAT(error_message<io_error>([&] { models::read_checkpoint_config(dir / "model.safetensors"); }),
+               Catch::Contains("model.safetensors"));
+    CHECK_THAT(error_message<io_error>([&] { models::read_checkpoint_config(dir / "nowhere"); }),
+               Catch::Contains("does not exist"));
 }
 
 TEST_CASE("a Llama saved as a Hugging Face directory loads back the same, config and every weight", "[llama][io]") {
@@ -174,7 +188,7 @@ TEST_CASE("a Llama saved as a Hugging Face directory loads back the same, config
         shaped::Generator gen(7);
         const models::Llama<Config> model(gen);
         models::save_hf_llama(model, dir / name, {{"tokenizer", "bytes"}});
-        CHECK(models::is_llama_checkpoint(dir / name));
+        CHECK(std::holds_alternative<models::llama_checkpoint_config>(models::read_checkpoint_config(dir / name)));
         CHECK(models::config_mismatches<Config>(models::read_llama_config(dir / name)).empty());
         const shaped::io::safetensors_file file(dir / name / "model.safetensors");
         CHECK(file.metadata().at("tokenizer") == "bytes");

@@ -11,13 +11,21 @@
 //
 //   shaped::io::safetensors_file::load: model.safetensors: tensor "c_attn.weight": the file's
 //   shape (48, 144) does not fit the declared shape (C3=144, C=48): it is the declared shape transposed
+//
+// and a floating-point parameter that is not finite is refused by every loader alike, naming
+// the tensor, the element and its value (a plain load of data keeps its NaNs):
+//
+//   shaped::io::load_parameter: model.safetensors: tensor "model.norm.weight": element 3 is nan,
+//   not a finite weight
 
 #include <shaped/nn/module.hpp>
 #include <shaped/tensor/tensor.hpp>
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,6 +45,14 @@ class io_error : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
+
+// The whole of the regular file at `path`, at most `max_bytes` of it; `what` says what the file
+// is ("the training text"). A directory, a device, a FIFO or a socket is refused before it is
+// opened (a FIFO would block, /dev/zero never end), and so is a file larger than the limit,
+// both before it is read and if it grows while it is read:
+//
+//   shaped::io::read_file: corpus.txt: is 2147483648 bytes, more than the 1 GiB the training text may be
+std::string read_file(const std::filesystem::path& path, std::size_t max_bytes, std::string_view what);
 
 // The element types shaped stores. Anything else in a file (float16, complex, strings,
 // objects, structured records) is refused with the file's own name for its dtype.
@@ -80,12 +96,20 @@ Tensor<T, Ds...> typed_tensor(const stored_tensor& stored, ReadBytes&& read_byte
 // A layer or model (an nn module, nn/module.hpp) names its parameters as PyTorch's state_dict
 // does; nn::for_each_parameter visits them.
 
-// Where load_parameters takes tensors from: anything with `source.load<T, Ds...>(name)` (a
+// Where load_parameters takes tensors from: anything with `source.load<T, Ds...>(name)` and
+// `source.where(name)`, which names the tensor's file (and the tensor in it) for messages (a
 // safetensors_file, an npy_directory).
 template <class Source>
 concept TensorSource = requires(const Source& source, std::string_view name) {
     source.template load<float>(name);
+    { source.where(name) } -> std::convertible_to<std::string>;
 };
+
+// The parameter `name` of `source`, as P: the one load every parameter goes through
+// (load_parameters, models::load_gpt, models::load_llama). A floating-point parameter must be
+// finite: a NaN or an infinity is an io_error naming the tensor, the element and its value.
+template <class P, TensorSource Source>
+P load_parameter(const Source& source, std::string_view name);
 
 // Fills every parameter of `layer` from the tensor named prefix + its name (e.g. prefix
 // "transformer.h.0.attn." and "c_attn.weight"). Tensors the layer does not name are ignored;
@@ -129,12 +153,20 @@ void check_dtype(const stored_tensor& stored, dtype wanted);
 // shape_error, showing both shapes, unless the stored shape fits the declared dims.
 void check_shape_fits(const stored_tensor& stored, std::span<const declared_dim> declared);
 
+// A byte count as limits are spoken of: "16 MiB", "1 GiB", "4096 bytes".
+std::string describe_bytes(std::size_t bytes);
+
+// io_error `<where>: element i is nan, not a finite weight` for the first element of `values`
+// that is not finite. Every weight loader's check (llama2.c's reader too), worded once.
+void require_finite(std::span<const float> values, std::string_view where);
+void require_finite(std::span<const double> values, std::string_view where);
+
 template <class P>
 struct tensor_loader;
 template <class T, Dim... Ds>
 struct tensor_loader<Tensor<T, Ds...>> {
     template <class Source>
-    static Tensor<T, Ds...> load(const Source& source, const std::string& name) {
+    static Tensor<T, Ds...> load(const Source& source, std::string_view name) {
         return source.template load<T, Ds...>(name);
     }
 };
@@ -153,12 +185,21 @@ Tensor<T, Ds...> typed_tensor(const stored_tensor& stored, ReadBytes&& read_byte
     return tensor;
 }
 
+template <class P, TensorSource Source>
+P load_parameter(const Source& source, std::string_view name) {
+    P value = detail::tensor_loader<P>::load(source, name);
+    if constexpr (std::is_floating_point_v<value_type_of<P>>)
+        detail::require_finite(std::span<const value_type_of<P>>(value.data(), value.size()),
+                               "shaped::io::load_parameter: " + std::string(source.where(name)));
+    return value;
+}
+
 template <class Layer, TensorSource Source>
 void load_parameters(Layer& layer, const Source& source, std::string_view prefix) {
     std::vector<std::function<void()>> assign_all;
     nn::for_each_parameter(layer, [&](std::string_view name, auto& parameter) {
         using P = std::remove_cvref_t<decltype(parameter)>;
-        auto value = std::make_shared<P>(detail::tensor_loader<P>::load(source, std::string(prefix) + std::string(name)));
+        auto value = std::make_shared<P>(load_parameter<P>(source, std::string(prefix) + std::string(name)));
         assign_all.push_back([&parameter, value] { parameter = std::move(*value); });
     });
     // Every parameter is read and checked: now assign them, which cannot throw (a Tensor's move

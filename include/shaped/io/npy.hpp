@@ -43,10 +43,16 @@ public:
 
     template <class T, Dim... Ds>
     Tensor<T, Ds...> load(std::string_view name) const {
-        return load_npy<T, Ds...>(directory_ / (std::string(name) + ".npy"));
+        return load_npy<T, Ds...>(file(name));
+    }
+    // Where a message is about: `<directory>/<name>.npy: tensor "<name>"`, as a safetensors
+    // file's messages name a tensor.
+    std::string where(std::string_view name) const {
+        return file(name).string() + ": tensor \"" + std::string(name) + "\"";
     }
 
 private:
+    std::filesystem::path file(std::string_view name) const { return directory_ / (std::string(name) + ".npy"); }
     std::filesystem::path directory_;
 };
 

@@ -74,10 +74,10 @@ public:
     // `out`, which must be exactly its size.
     void read(std::string_view name, std::span<std::byte> out) const;
 
-private:
     // Where a message is about: `<path>: tensor "<name>"`, the name escaped.
     std::string where(std::string_view name) const;
 
+private:
     struct state;
     std::shared_ptr<state> state_;
 };

@@ -29,11 +29,14 @@ namespace shaped::models {
 
 // llama2.c's ModelArgs as a type: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
 // seq_len; whether the classifier is the embedding (llama2.c's shared_classifier); the rotary
-// pairing its checkpoints expect. A config with another eps or theta derives from one of these
-// and says so: struct my_config : llama_config<...> { static constexpr double rope_theta = 5e5; };
+// pairing its checkpoints expect; the RMSNorms' eps as 1 / NormEpsInverse and the rotary base
+// theta, whole numbers because a template parameter of clang 14 cannot be a double (1.0 / 100000
+// is exactly the double 1e-5, as 1.0 / 1000000 is 1e-6). Hugging Face's rms_norm_eps 1e-6 and
+// rope_theta 500000 are llama_config<..., true, rotary_pairing::halves, 1000000, 500000>.
 template <std::size_t Vocab, std::size_t Context, std::size_t Layers, std::size_t Heads, std::size_t KVHeads,
           std::size_t Channels, std::size_t Hidden, bool TiedClassifier = true,
-          nn::rotary_pairing Pairing = nn::rotary_pairing::adjacent>
+          nn::rotary_pairing Pairing = nn::rotary_pairing::adjacent, std::size_t NormEpsInverse = 100000,
+          std::size_t RopeTheta = 10000>
 struct llama_config {
     static_assert(Channels % Heads == 0, "shaped::models::llama_config: the heads must divide the channels");
     static constexpr std::size_t vocab_size = Vocab;
@@ -45,8 +48,9 @@ struct llama_config {
     static constexpr std::size_t hidden_dim = Hidden;
     static constexpr bool tied_classifier = TiedClassifier;
     static constexpr nn::rotary_pairing rotary_pairing = Pairing;
-    static constexpr double norm_eps = 1e-5;
-    static constexpr double rope_theta = 10000.0;
+    static_assert(NormEpsInverse > 0 && RopeTheta > 0, "shaped::models::llama_config: eps and theta must be positive");
+    static constexpr double norm_eps = 1.0 / static_cast<double>(NormEpsInverse);
+    static constexpr double rope_theta = static_cast<double>(RopeTheta);
 };
 
 // The TinyStories models of llama2.c (karpathy/tinyllamas).

@@ -8,16 +8,22 @@
 //     config (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len; a negative
 //     vocab_size means a classifier of its own), then float32 weights in its order, every
 //     layer's of a kind together; its two legacy rotary tables are skipped (the model computes
-//     the angles). The file must be exactly as long as the config says, and every weight
-//     finite; or
+//     the angles). The file must be exactly as long as the config says; or
 //   - a Hugging Face Llama directory: config.json (hidden_size, intermediate_size,
 //     num_hidden_layers, num_attention_heads, num_key_value_heads, vocab_size,
-//     max_position_embeddings, rms_norm_eps, rope_theta, tie_word_embeddings) and
+//     max_position_embeddings, rms_norm_eps, rope_theta, tie_word_embeddings; at most
+//     max_config_json_bytes; rope_scaling, biases and a head_dim of its own refused) and
 //     model.safetensors ("model.layers.N.self_attn.q_proj.weight", ...). Its q and k are stored
 //     permuted for rotate_half, so it needs a config whose pairing is halves.
 //
-// A config that is not the compiled one is an io_error naming every mismatch and the line that
-// would compile the checkpoint's. Weights are read straight into the new model's parameters.
+// Every weight must be finite, in either format (io::load_parameter's check and words). A config
+// that is not the compiled one is an io_error naming every mismatch and the line that would
+// compile the checkpoint's. Weights are read straight into the new model's parameters.
+//
+// Which family a checkpoint is, its config read once (shaped-run's way in):
+//
+//   const auto found = shaped::models::read_checkpoint_config(path);
+//   if (const auto* llama = std::get_if<shaped::models::llama_checkpoint_config>(&found)) ...
 //
 // save_hf_llama writes a model as such a directory (a model trained here, for load_llama and
 // Hugging Face's LlamaForCausalLM alike):
@@ -36,6 +42,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace shaped::models {
@@ -55,9 +62,12 @@ struct llama_checkpoint_config {
     double rope_theta = 10000.0;
 };
 
-// Whether `path` is a Llama's checkpoint: a llama2.c .bin file, or a directory whose config.json
-// says "model_type": "llama". Nothing is checked beyond that.
-bool is_llama_checkpoint(const std::filesystem::path& path);
+// The config of the checkpoint at `path`, whichever family's it is: a llama2.c .bin file's
+// header, a directory's config.json (a Llama's when its "model_type" says "llama", else
+// GPT-2's), read once; any other file a nanoGPT state_dict's. io_error as each family's
+// read_*_config.
+using checkpoint_config = std::variant<gpt_checkpoint_config, llama_checkpoint_config>;
+checkpoint_config read_checkpoint_config(const std::filesystem::path& path);
 
 // The config of the checkpoint at `path` (a llama2.c file or a Hugging Face directory);
 // io_error for a missing, short or malformed one, or one that is no Llama's.
@@ -74,12 +84,25 @@ llama_checkpoint_config parse_hf_llama_config(std::string_view text, const std::
 template <class Config>
 std::vector<std::string> config_mismatches(const llama_checkpoint_config& found);
 
-// The one line of C++ that names a config: "llama_config<512, 512, 5, 8, 4, 64, 172>".
+// The one line of C++ that names a config: "llama_config<512, 512, 5, 8, 4, 64, 172>", with
+// eps and theta when they are not the defaults (a value no config holds spelled as a comment;
+// why_not_compilable says which).
 std::string config_spelling(const llama_checkpoint_config& config);
+template <class Config>
+    requires requires { Config::hidden_dim; }  // a llama_config
+std::string config_spelling();
 
-// A new Llama with the parameters of the checkpoint at `path`.
+// Why no llama_config can be the checkpoint's: one line per value that no config type holds
+// (an eps that is not 1/N for a whole N, a theta that is not whole); empty when
+// config_spelling(found) is a line that compiles it in.
+std::vector<std::string> why_not_compilable(const llama_checkpoint_config& found);
+
+// A new Llama with the parameters of the checkpoint at `path`; `found`, when given, is its config
+// as read_llama_config (or read_checkpoint_config) has already read it.
 template <class Config, class T = float>
 std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path);
+template <class Config, class T = float>
+std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path, const llama_checkpoint_config& found);
 
 // ---- implementation ------------------------------------------------------------------------
 
@@ -101,7 +124,8 @@ std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& 
 class llama2c_reader {
 public:
     llama2c_reader(const std::filesystem::path& path, const llama_checkpoint_config& config);
-    // The next n floats into out, each checked finite; `what` names them in messages.
+    // The next n floats into out, each checked finite (io::load_parameter's words); `what` names
+    // them in messages.
     void read(std::span<float> out, std::string_view what);
     void skip(std::size_t floats, std::string_view what);
 
@@ -153,12 +177,27 @@ std::string hf_llama_name(std::string_view name);
 // Writes `config` as a Hugging Face Llama config.json at `path` (beside, then renamed over it).
 void write_hf_llama_config(const std::filesystem::path& path, const llama_checkpoint_config& config);
 
+// A Hugging Face Llama's tensors by the model's parameter names, an io::TensorSource.
+class hf_llama_tensors {
+public:
+    explicit hf_llama_tensors(const io::safetensors_file& file) : file_(file) {}
+
+    template <class T, Dim... Ds>
+    Tensor<T, Ds...> load(std::string_view name) const {
+        return file_.load<T, Ds...>(hf_llama_name(name));
+    }
+    std::string where(std::string_view name) const { return file_.where(hf_llama_name(name)); }
+
+private:
+    const io::safetensors_file& file_;
+};
+
 template <class Config, class T>
 void load_hf_llama(Llama<Config, T>& model, const std::filesystem::path& path) {
     const io::safetensors_file file(path / "model.safetensors");
+    const hf_llama_tensors tensors(file);
     nn::for_each_parameter(model, [&](std::string_view name, auto& parameter) {
-        using P = std::remove_cvref_t<decltype(parameter)>;
-        parameter = load_as<P>(file, hf_llama_name(name), false);
+        parameter = io::load_parameter<std::remove_cvref_t<decltype(parameter)>>(tensors, name);
     });
 }
 
@@ -169,9 +208,19 @@ std::vector<std::string> config_mismatches(const llama_checkpoint_config& found)
     return detail::llama_config_mismatches(found, detail::compiled_llama_config<Config>());
 }
 
+template <class Config>
+    requires requires { Config::hidden_dim; }
+std::string config_spelling() {
+    return config_spelling(detail::compiled_llama_config<Config>());
+}
+
 template <class Config, class T>
 std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path) {
-    const llama_checkpoint_config found = read_llama_config(path);
+    return load_llama<Config, T>(path, read_llama_config(path));
+}
+
+template <class Config, class T>
+std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path, const llama_checkpoint_config& found) {
     if (const auto mismatches = config_mismatches<Config>(found); !mismatches.empty())
         detail::throw_llama_config_mismatch(path, found, mismatches);
     auto model = std::make_unique<Llama<Config, T>>();

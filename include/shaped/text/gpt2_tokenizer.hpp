@@ -37,6 +37,10 @@ struct gpt2_tables;  // the vocabulary and the merges, as src/gpt2_tokenizer.cpp
 
 class gpt2_tokenizer {
 public:
+    // The most bytes each of the two files may be: GPT-2's are 1 MB and 456 KB, and 64 MiB
+    // holds a vocabulary of a million long tokens, yet refuses what is no tokenizer's file.
+    static constexpr std::size_t max_file_bytes = std::size_t{64} << 20;
+
     // From a directory holding Hugging Face's vocab.json + merges.txt, or else OpenAI's
     // encoder.json + vocab.bpe (the same data under other names).
     explicit gpt2_tokenizer(const std::filesystem::path& directory);

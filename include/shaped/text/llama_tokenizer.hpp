@@ -54,6 +54,9 @@ public:
     static constexpr token_id bos_id = 1;                // <s>, which llama2.c's export spells "\n<s>\n"
     static constexpr token_id eos_id = 2;                // </s>, spelled "\n</s>\n"
     static constexpr token_id first_byte_token_id = 3;   // <0x00>; the byte b is token 3 + b
+    // The most bytes a tokenizer.bin may be: llama2.c's of 32000 tokens is 424 KiB, one of
+    // Llama 3's 128256 about 2 MiB; 64 MiB refuses what is no tokenizer's file.
+    static constexpr std::size_t max_file_bytes = std::size_t{64} << 20;
 
     // From a tokenizer.bin of `vocab_size` tokens: the model's vocabulary size (its checkpoint's
     // vocab_size, whose sign only says whether the classifier is shared). The file must hold
