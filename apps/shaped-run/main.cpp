@@ -9,7 +9,9 @@
 // metadata says {"tokenizer": "bytes"} (shaped-train's character-level models). The text
 // streams to stdout as it is decoded, tokens/s goes to stderr at the end. A file that is
 // missing, corrupt or of a config not compiled in (configs.hpp) is a one-line message on stderr
-// and exit status 1.
+// and exit status 1; so is standard output that cannot be written. A flag out of its range, or
+// one that would change nothing (-k with -t 0, -n with --encode, -z with a GPT), is refused the
+// same way, with a pointer to -h; -s 0 is a seed like any other, the clock's when -s is not given.
 
 #include "../common/command_line.hpp"
 #include "configs.hpp"
@@ -50,65 +52,56 @@ struct options {
     double temperature = 1.0;
     std::size_t top_k = 0;
     double top_p = 0.9;
-    std::uint64_t seed = 0;  // 0: from the clock
+    std::uint64_t seed = 0;  // -s, else from the clock
     std::optional<fs::path> tokenizer;  // llama2.c's tokenizer.bin, for a Llama
     bool print_ids = false;
     std::optional<std::string> encode;
 };
 
-constexpr std::string_view usage =
-    "usage: shaped-run CHECKPOINT [-i PROMPT] [-n STEPS] [-t TEMPERATURE] [-k TOP_K] [-p TOP_P] [-s SEED] "
-    "[-z TOKENIZER] [--ids] [--encode TEXT]\n"
-    "  CHECKPOINT      a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict as .safetensors,\n"
-    "                  or a llama2.c .bin file\n"
-    "  -i PROMPT       the prompt (as ids \"1 2 3\" when the checkpoint has no tokenizer)\n"
-    "  -n STEPS        most tokens to generate (256)\n"
-    "  -t TEMPERATURE  0 is greedy (1.0)\n"
-    "  -k TOP_K        sample from the k most likely only; 0 for all (0)\n"
-    "  -p TOP_P        nucleus sampling's p; 1 for all (0.9)\n"
-    "  -s SEED         the random seed (from the clock)\n"
-    "  -z TOKENIZER    a Llama's llama2.c tokenizer.bin (tokenizer.bin beside CHECKPOINT)\n"
-    "  --ids           print the generated ids, one a line, instead of text\n"
-    "  --encode TEXT   print TEXT's ids as a prompt (a Llama's BOS first), one a line, and exit\n";
-
 using shaped_apps::parse_number;
 using shaped_apps::usage_error;
 
-
+// The flags, read by the table that also writes -h (apps/common/command_line.hpp). A flag that
+// would change nothing is refused here; -z against the checkpoint's kind in refuse_unused_tokenizer.
 options parse(int argc, char** argv) {
-    options out;
-    if (argc < 2) throw usage_error("no CHECKPOINT given");
-    bool have_checkpoint = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw usage_error(std::string(arg) + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "-i") out.prompt = value();
-        else if (arg == "-n") out.steps = parse_number<std::size_t>(arg, value());
-        else if (arg == "-t") out.temperature = parse_number<double>(arg, value());
-        else if (arg == "-k") out.top_k = parse_number<std::size_t>(arg, value());
-        else if (arg == "-p") out.top_p = parse_number<double>(arg, value());
-        else if (arg == "-s") out.seed = parse_number<std::uint64_t>(arg, value());
-        else if (arg == "-z") out.tokenizer = value();
-        else if (arg == "--ids") out.print_ids = true;
-        else if (arg == "--encode") out.encode = value();
-        else if (arg == "-h" || arg == "--help") {
-            std::cout << usage;
-            std::exit(0);
-        } else if (!arg.starts_with("-") && !have_checkpoint) {
-            out.checkpoint = arg;
-            have_checkpoint = true;
-        } else {
-            throw usage_error("unknown argument \"" + std::string(arg) + "\"");
-        }
-    }
-    if (!have_checkpoint) throw usage_error("no CHECKPOINT given");
-    if (out.temperature < 0) throw usage_error("-t must not be negative");
-    if (out.top_p < 0 || out.top_p > 1) throw usage_error("-p must be in [0, 1]");
-    if (out.seed == 0) out.seed = static_cast<std::uint64_t>(std::time(nullptr));
-    return out;
+    namespace cl = shaped_apps;
+    options o;
+    std::optional<std::uint64_t> seed;
+    const cl::command_line line{
+        "shaped-run",
+        {{"CHECKPOINT", "", "a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict as .safetensors, or a llama2.c .bin file",
+          cl::file_or_directory(o.checkpoint)},
+         {"-i", "PROMPT", "the prompt (as ids \"1 2 3\" when the checkpoint has no tokenizer)", cl::text(o.prompt)},
+         {"-n", "STEPS", "most tokens to generate", cl::whole(o.steps, 1)},
+         {"-t", "TEMPERATURE", "0 is greedy", cl::real(o.temperature, cl::at_least(0))},
+         {"-k", "TOP_K", "sample from the k most likely only, 0 for all", cl::whole(o.top_k, 0)},
+         {"-p", "TOP_P", "nucleus sampling's p, 1 for all", cl::real(o.top_p, cl::greater_than(0), cl::at_most(1))},
+         {"-s", "SEED", "the random seed (0 is one like any other)", cl::whole(seed, 0, "from the clock")},
+         {"-z", "TOKENIZER", "a Llama's llama2.c tokenizer.bin", cl::file(o.tokenizer, "tokenizer.bin beside CHECKPOINT")},
+         {"--ids", "", "print the generated ids, one a line, instead of text", cl::on(o.print_ids)},
+         {"--encode", "TEXT", "print TEXT's ids as a prompt (a Llama's BOS first), one a line, and exit", cl::text(o.encode)}}};
+    const cl::given_flags given = line.parse(argc, argv);
+    if (o.temperature == 0)
+        for (const std::string_view sampling : {"-k", "-p", "-s"})
+            if (given.contains(sampling)) throw cl::no_effect(sampling, "with -t 0: greedy decoding takes the likeliest id");
+    if (o.encode)
+        for (const std::string_view generation : {"-i", "-n", "-t", "-k", "-p", "-s", "--ids"})
+            if (given.contains(generation)) throw cl::no_effect(generation, "with --encode, which generates nothing");
+    o.seed = seed ? *seed : static_cast<std::uint64_t>(std::time(nullptr));
+    return o;
+}
+
+bool says_bytes(const fs::path& checkpoint);
+
+// -z names llama2.c's tokenizer.bin, which only a Llama's ids are read with: a GPT's tokenizer is
+// GPT-2's BPE files beside it, and a byte-level model's is its bytes.
+void refuse_unused_tokenizer(const options& opts, bool llama) {
+    if (!opts.tokenizer) return;
+    const std::string checkpoint = "\"" + opts.checkpoint.string() + "\"";
+    if (!llama)
+        throw shaped_apps::no_effect("-z", "on " + checkpoint + ", a GPT's checkpoint: its tokenizer is GPT-2's BPE files beside it");
+    if (says_bytes(opts.checkpoint))
+        throw shaped_apps::no_effect("-z", "on " + checkpoint + ", whose metadata says its ids are bytes");
 }
 
 std::vector<token_id> parse_ids(const std::string& text, std::size_t vocab) {
@@ -243,6 +236,7 @@ int run(const options& opts, const typename Family::config_type& found) {
         else std::cout << id << '\n';
     });
     if (show_text) std::cout << text->flush() << '\n';
+    shaped_apps::finish_output();  // before tok/s: a run whose ids were lost says only that
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (out[0].stopped == shaped::models::stop_reason::context)
         std::cerr << "shaped-run: stopped at the context's end (" << Model::context_dim::extent << " positions)\n";
@@ -291,21 +285,24 @@ int run_compiled(std::tuple<Configs...>*, const options& opts, const typename Fa
 
 int main(int argc, char** argv) {
     try {
+        shaped_apps::stop_on_output_error();
         const options opts = parse(argc, argv);
-        if (!fs::exists(opts.checkpoint)) throw std::runtime_error(opts.checkpoint.string() + ": no such file or directory");
         // The checkpoint's config, read once: it says the family, and is matched and loaded with.
         const auto found = shaped::models::read_checkpoint_config(opts.checkpoint);
-        if (const auto* llama = std::get_if<shaped::models::llama_checkpoint_config>(&found))
-            return run_compiled<llama_family>(static_cast<shaped_run::compiled_llama_configs*>(nullptr), opts, *llama);
-        return run_compiled<gpt_family>(static_cast<shaped_run::compiled_gpt_configs*>(nullptr), opts,
-                                        std::get<shaped::models::gpt_checkpoint_config>(found));
+        const auto* llama = std::get_if<shaped::models::llama_checkpoint_config>(&found);
+        refuse_unused_tokenizer(opts, llama != nullptr);
+        const int status =
+            llama ? run_compiled<llama_family>(static_cast<shaped_run::compiled_llama_configs*>(nullptr), opts, *llama)
+                  : run_compiled<gpt_family>(static_cast<shaped_run::compiled_gpt_configs*>(nullptr), opts,
+                                             std::get<shaped::models::gpt_checkpoint_config>(found));
+        shaped_apps::finish_output();  // --encode's ids, or what a run wrote last
+        return status;
     } catch (const usage_error& error) {
-        std::cerr << "shaped-run: " << error.what() << "\n(shaped-run -h for the flags)\n";
+        const std::string message = shaped_apps::message_of(error);
+        std::cerr << "shaped-run: " << message << "\n(shaped-run -h for the flags)\n";
     } catch (const std::exception& error) {
         // The library's messages name the file and what is wrong; keep them to one line.
-        std::string message = error.what();
-        for (char& c : message)
-            if (c == '\n') c = ' ';
+        const std::string message = shaped_apps::message_of(error);
         std::cerr << "shaped-run: " << message << '\n';
     }
     return 1;

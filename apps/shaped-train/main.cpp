@@ -11,6 +11,9 @@
 // under Hugging Face's, OUT/config.json beside it; the tokenizer in its metadata); OUT/log.tsv
 // each step's loss and learning rate. Under mpirun, each process takes its share of a step's micro-batches and the
 // gradients are summed over all of them (MPI_Allreduce): the same step as one process takes.
+// A flag out of its range (each flag's is in -h), or --tokenizer with a preset that reads bytes,
+// is one line naming the flag and a pointer to -h, exit status 1, before anything is written; a
+// report that cannot be written to standard output is exit status 1 too.
 
 #include "../common/command_line.hpp"
 #include "checkpoint.hpp"
@@ -72,73 +75,62 @@ struct options {
     std::optional<std::size_t> stop_at;  // stop after this step, checkpointed, to --resume later
 };
 
-constexpr std::string_view usage =
-    "usage: shaped-train TEXT -o OUT [--preset NAME] [--tokenizer DIR] [--steps N] [--accumulate K]\n"
-    "                    [--lr LR] [--min-lr LR] [--warmup N] [--weight-decay W] [--beta2 B] [--clip C]\n"
-    "                    [--val-fraction F] [--eval-every N] [--eval-batches N] [--checkpoint-every N]\n"
-    "                    [--seed S] [--resume] [--stop-at N]\n"
-    "  TEXT               the training text (its first 1 - F trains, the rest validates)\n"
-    "  -o OUT             the folder for model.safetensors (a Llama's config.json), optimizer.safetensors\n"
-    "                     and log.tsv\n"
-    "  --preset NAME      gpt-char or llama-char (bytes), or gpt-bpe (GPT-2's BPE; --tokenizer DIR) (gpt-char)\n"
-    "  --steps N          optimizer steps in all (2000)\n"
-    "  --accumulate K     micro-batches a step (1); under mpirun, a multiple of the processes\n"
-    "  --lr, --min-lr     the cosine schedule's top and bottom (1e-3, lr / 10), after --warmup steps (100)\n"
-    "  --weight-decay W   AdamW's, on the matrices only (0.1); --beta2 (0.99)\n"
-    "  --clip C           the gradients' global norm at most C (1.0)\n"
-    "  --eval-every N     train and validation loss over --eval-batches batches (20) every N steps (250)\n"
-    "  --checkpoint-every N  write the checkpoint every N steps (--eval-every) and at the end\n"
-    "  --seed S           the model's initialisation and every batch (1337)\n"
-    "  --resume           continue from OUT's checkpoint, as if never stopped\n"
-    "  --stop-at N        stop after step N (of --steps), its checkpoint written, to --resume later\n";
-
-using shaped_apps::parse_number;
 using shaped_apps::usage_error;
 
+template <class... Presets>
+std::vector<std::string> preset_names(std::tuple<Presets...>*) {
+    return {std::string(Presets::name)...};
+}
+// The tokenizer of the preset named `name`, which is one of them.
+template <class... Presets>
+shaped_train::tokenizer_kind tokenizer_of(std::tuple<Presets...>*, std::string_view name) {
+    auto kind = shaped_train::tokenizer_kind::bytes;
+    ((name == Presets::name ? (kind = Presets::tokenizer, 0) : 0), ...);
+    return kind;
+}
 
+// The flags, read by the table that also writes -h (apps/common/command_line.hpp); then the rules
+// between them, and --tokenizer against the preset.
 options parse(int argc, char** argv) {
+    namespace cl = shaped_apps;
     options o;
-    bool have_text = false, have_out = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        const auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw usage_error(std::string(arg) + " needs a value");
-            return argv[++i];
-        };
-        if (arg == "-o") o.out = value(), have_out = true;
-        else if (arg == "--preset") o.preset = value();
-        else if (arg == "--tokenizer") o.tokenizer = value();
-        else if (arg == "--steps") o.steps = parse_number<std::size_t>(arg, value());
-        else if (arg == "--accumulate") o.accumulate = parse_number<std::size_t>(arg, value());
-        else if (arg == "--lr") o.lr = parse_number<double>(arg, value());
-        else if (arg == "--min-lr") o.min_lr = parse_number<double>(arg, value());
-        else if (arg == "--warmup") o.warmup = parse_number<std::size_t>(arg, value());
-        else if (arg == "--weight-decay") o.weight_decay = parse_number<double>(arg, value());
-        else if (arg == "--beta2") o.beta2 = parse_number<double>(arg, value());
-        else if (arg == "--clip") o.clip = parse_number<double>(arg, value());
-        else if (arg == "--val-fraction") o.val_fraction = parse_number<double>(arg, value());
-        else if (arg == "--eval-every") o.eval_every = parse_number<std::size_t>(arg, value());
-        else if (arg == "--eval-batches") o.eval_batches = parse_number<std::size_t>(arg, value());
-        else if (arg == "--checkpoint-every") o.checkpoint_every = parse_number<std::size_t>(arg, value());
-        else if (arg == "--seed") o.seed = parse_number<std::uint64_t>(arg, value());
-        else if (arg == "--resume") o.resume = true;
-        else if (arg == "--stop-at") o.stop_at = parse_number<std::size_t>(arg, value());
-        else if (arg == "-h" || arg == "--help") {
-            std::cout << usage;
-            std::exit(0);
-        } else if (!arg.starts_with("-") && !have_text) {
-            o.text = arg;
-            have_text = true;
-        } else {
-            throw usage_error("unknown argument \"" + std::string(arg) + "\"");
-        }
-    }
-    if (!have_text) throw usage_error("no TEXT given");
-    if (!have_out) throw usage_error("no -o OUT given");
-    if (o.steps == 0 || o.accumulate == 0 || o.eval_every == 0 || o.eval_batches == 0)
-        throw usage_error("--steps, --accumulate, --eval-every and --eval-batches must be positive");
-    if (o.val_fraction <= 0 || o.val_fraction >= 1) throw usage_error("--val-fraction must be in (0, 1)");
-    if (o.warmup >= o.steps) throw usage_error("--warmup must be fewer than --steps");
+    auto* const presets = static_cast<shaped_train::presets*>(nullptr);
+    const cl::command_line line{
+        "shaped-train",
+        {{"TEXT", "", "the training text (its first 1 - F trains, the rest validates)", cl::file(o.text)},
+         {"-o", "OUT", "the folder for checkpoint.safetensors, model.safetensors (a Llama's config.json) and log.tsv",
+          cl::out_directory(o.out), cl::required},
+         {"--preset", "NAME", "what to train: gpt-char and llama-char read bytes, gpt-bpe GPT-2's BPE (--tokenizer)",
+          cl::one_of(o.preset, preset_names(presets))},
+         {"--tokenizer", "DIR", "GPT-2's BPE files, for a preset that reads them",
+          cl::directory_holding(o.tokenizer, {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}})},
+         {"--steps", "N", "optimizer steps in all", cl::whole(o.steps, 1)},
+         {"--accumulate", "K", "micro-batches a step; under mpirun, a multiple of the processes", cl::whole(o.accumulate, 1)},
+         {"--lr", "LR", "the cosine schedule's top", cl::real(o.lr, cl::greater_than(0))},
+         {"--min-lr", "LR", "the cosine schedule's bottom (<= --lr)", cl::real(o.min_lr, cl::at_least(0), {}, "--lr / 10")},
+         {"--warmup", "N", "steps of linear warmup before the cosine (< --steps)", cl::whole(o.warmup, 0)},
+         {"--weight-decay", "W", "AdamW's, on the matrices only", cl::real(o.weight_decay, cl::at_least(0))},
+         {"--beta2", "B", "AdamW's decay of its second moment", cl::real(o.beta2, cl::at_least(0), cl::less_than(1))},
+         {"--clip", "C", "the gradients' global norm at most C", cl::real(o.clip, cl::greater_than(0))},
+         {"--val-fraction", "F", "the text's last F validates", cl::real(o.val_fraction, cl::greater_than(0), cl::less_than(1))},
+         {"--eval-every", "N", "train and validation loss every N steps", cl::whole(o.eval_every, 1)},
+         {"--eval-batches", "N", "the batches each of those losses is the mean of", cl::whole(o.eval_batches, 1)},
+         {"--checkpoint-every", "N", "write the checkpoint every N steps and at the end",
+          cl::whole(o.checkpoint_every, 1, "--eval-every")},
+         {"--seed", "S", "the model's initialisation and every batch", cl::whole(o.seed, 0)},
+         {"--resume", "", "continue from OUT's checkpoint, as if never stopped", cl::on(o.resume)},
+         {"--stop-at", "N", "stop after step N (<= --steps), its checkpoint written, to --resume later",
+          cl::whole(o.stop_at, 1, "--steps")}}};
+    const cl::given_flags given = line.parse(argc, argv);
+    const std::string steps = " (" + std::to_string(o.steps) + ")";
+    if (o.warmup >= o.steps) cl::refuse(given, "--warmup", "a whole number < --steps" + steps, std::to_string(o.warmup));
+    if (o.stop_at && *o.stop_at > o.steps) cl::refuse(given, "--stop-at", "a whole number >= 1 and <= --steps" + steps, "");
+    if (o.min_lr && *o.min_lr > o.lr)
+        cl::refuse(given, "--min-lr", cl::number_kind(cl::at_least(0), {}) + " and <= --lr (" + cl::spelled(o.lr) + ")", "");
+    const bool reads_bpe = tokenizer_of(presets, o.preset) == shaped_train::tokenizer_kind::gpt2;
+    if (o.tokenizer && !reads_bpe) throw cl::no_effect("--tokenizer", "with --preset " + o.preset + ", which reads bytes");
+    if (!o.tokenizer && reads_bpe)
+        throw usage_error("--preset " + o.preset + " needs --tokenizer DIR, GPT-2's BPE files");
     return o;
 }
 
@@ -508,14 +500,16 @@ int main(int argc, char** argv) {
     }
     const processes& world = *started;
     try {
+        shaped_apps::stop_on_output_error();
         const options o = parse(argc, argv);
-        return train_preset(static_cast<shaped_train::presets*>(nullptr), o, world);
+        const int status = train_preset(static_cast<shaped_train::presets*>(nullptr), o, world);
+        shaped_apps::finish_output();  // a report lost is a failure, not a success
+        return status;
     } catch (const usage_error& error) {
-        if (world.leads()) std::cerr << "shaped-train: " << error.what() << "\n(shaped-train -h for the flags)\n";
+        const std::string message = shaped_apps::message_of(error);
+        if (world.leads()) std::cerr << "shaped-train: " << message << "\n(shaped-train -h for the flags)\n";
     } catch (const std::exception& error) {
-        std::string message = error.what();
-        for (char& c : message)
-            if (c == '\n') c = ' ';
+        const std::string message = shaped_apps::message_of(error);
         std::cerr << "shaped-train: " << message << '\n';
     }
     world.abort();

@@ -53,8 +53,8 @@ TEST_CASE("shaped-run reports a bad checkpoint in one line, exit status 1", "[ap
     // A missing file.
     const result missing = run((scratch.path / "nowhere").string() + " -i '1 2'", scratch.path);
     CHECK(missing.status == 1);
-    CHECK(lines_of(missing.err) == 1);
-    CHECK(missing.err.find("nowhere: no such file or directory") != std::string::npos);
+    CHECK(lines_of(missing.err) == 2);  // and the pointer to -h
+    CHECK(missing.err.find("nowhere\" (no such file or directory)") != std::string::npos);
 
     // A truncated safetensors file.
     const fs::path truncated = scratch.path / "truncated";
@@ -188,7 +188,7 @@ TEST_CASE("shaped-run decodes a Llama's ids with llama2.c's tokenizer.bin", "[ap
     // A tokenizer file that is missing is refused in one line.
     const result missing = run(model + " -z " + (scratch.path / "none.bin").string() + " -n 4", scratch.path);
     CHECK(missing.status == 1);
-    CHECK(lines_of(missing.err) == 1);
+    CHECK(lines_of(missing.err) == 2);  // and the pointer to -h
     CHECK(missing.err.find("none.bin") != std::string::npos);
 }
 
