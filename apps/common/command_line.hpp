@@ -69,17 +69,6 @@ inline usage_error no_effect(std::string_view flag, std::string_view why) {
     return usage_error(std::string(flag) + " has no effect " + std::string(why));
 }
 
-// The number `text` spells, whole, else a usage_error naming where it came from. For numbers read
-// from elsewhere than a flag's value (a prompt's ids, a checkpoint's metadata); a flag's value is
-// read by its target below, with its range.
-template <class Number>
-Number parse_number(std::string_view flag, const std::string& text) {
-    std::istringstream in(text);
-    Number value{};
-    if (!(in >> value) || !in.eof()) throw usage_error(std::string(flag) + " takes a number, not \"" + text + "\"");
-    return value;
-}
-
 // ---- values: what a flag takes, in words, and how it is read -----------------------------------
 
 // What a flag's value is: its kind in words ("a whole number >= 1", shown by -h and in the

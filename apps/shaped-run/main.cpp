@@ -18,6 +18,7 @@
 
 #include <shaped/shaped.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -58,7 +59,6 @@ struct options {
     std::optional<std::string> encode;
 };
 
-using shaped_apps::parse_number;
 using shaped_apps::usage_error;
 
 // The flags, read by the table that also writes -h (apps/common/command_line.hpp). A flag that
@@ -109,9 +109,11 @@ std::vector<token_id> parse_ids(const std::string& text, std::size_t vocab) {
     std::vector<token_id> ids;
     std::string word;
     while (in >> word) {
-        const auto id = parse_number<long long>("-i", word);
-        if (id < 0 || static_cast<std::size_t>(id) >= vocab)
-            throw usage_error("prompt id " + word + " is outside the vocabulary's " + std::to_string(vocab));
+        long long id = 0;
+        const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), id);
+        if (error != std::errc{} || end != word.data() + word.size() || id < 0 || static_cast<std::size_t>(id) >= vocab)
+            throw usage_error("-i takes ids of the vocabulary, whole numbers >= 0 and < " + std::to_string(vocab) + ", not \"" +
+                              word + "\"");
         ids.push_back(static_cast<token_id>(id));
     }
     return ids;

@@ -132,7 +132,7 @@ TEST_CASE("shaped-run refuses each flag's bad values in one line naming it", "[a
         {"-p", "0.5", bad_real + std::vector<std::string>{"0", "-0.5", "1.5"}},
         {"-s", "7", bad_whole},
         {"-z", p.file.string(), p.not_files()},
-        {"-i", "1 2", {}},
+        {"-i", "1 2", {"x", "-1", "+1", "1.5", "1 x", "67", "99999999999999999999"}},  // its vocabulary has 67 ids
         {"--encode", "hi", {}},
         {"--ids", "", {}, false},
     };

@@ -2,6 +2,7 @@
 // equal PyTorch's, and a missing file, a truncated safetensors file and a config not compiled in
 // are each one line on stderr and exit status 1.
 #include "app_support.hpp"
+#include "../unit/file_support.hpp"
 
 #include <shaped/shaped.hpp>
 
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -22,6 +25,7 @@ namespace fs = std::filesystem;
 using apps_support::lines_of;
 using apps_support::result;
 using apps_support::scratch_dir;
+using file_support::poke_float;
 
 // Runs shaped-run with `args` (a shell-quoted string), capturing both streams.
 result run(const std::string& args, const fs::path& scratch) { return apps_support::run_program(SHAPED_RUN, args, scratch); }
@@ -192,10 +196,6 @@ TEST_CASE("shaped-run decodes a Llama's ids with llama2.c's tokenizer.bin", "[ap
     CHECK(missing.err.find("none.bin") != std::string::npos);
 }
 
-#include <cstdint>
-#include <iterator>
-#include <limits>
-
 namespace {
 // A copy of the parity fixtures' Hugging Face Llama in `dir`, its config.json's `from` made `to`.
 fs::path llama_copy(const fs::path& dir, const std::string& from = "", const std::string& to = "") {
@@ -208,16 +208,6 @@ fs::path llama_copy(const fs::path& dir, const std::string& from = "", const std
     return dir;
 }
 
-// Writes `value` over float element `element` of tensor `name` in the safetensors file at `path`.
-void poke_float(const fs::path& path, const std::string& name, std::size_t element, float value) {
-    const std::size_t begin = shaped::io::safetensors_file(path).info(name).data_begin;
-    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-    std::uint64_t header = 0;
-    file.read(reinterpret_cast<char*>(&header), sizeof header);
-    file.seekp(static_cast<std::streamoff>(sizeof header + header + begin + element * sizeof(float)));
-    file.write(reinterpret_cast<const char*>(&value), sizeof value);
-    REQUIRE(file);
-}
 }  // namespace
 
 TEST_CASE("shaped-run refuses a NaN weight and an oversized config.json in one line, exit status 1", "[apps][shaped_run]") {

@@ -4,6 +4,7 @@
 // process reaches with the same global batch (MPI loaded only then), and bad input is one line and
 // exit status 1.
 #include "app_support.hpp"
+#include "../unit/file_support.hpp"
 
 #include <shaped/shaped.hpp>
 
@@ -15,7 +16,6 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -375,20 +375,14 @@ TEST_CASE("shaped-train resumes only a whole checkpoint of its own run, and neve
         }
     }
     SECTION("NaN moments are refused on resume, and the checkpoint kept") {
-        // The first element of the first second moment, as the file's header places it.
-        const shaped::io::safetensors_file file(state);
         std::string first_moment;
-        for (const auto& name : file.names())
+        for (const auto& name : shaped::io::safetensors_file(state).names())
             if (name.starts_with("exp_avg_sq.")) {
                 first_moment = name;
                 break;
             }
-        std::uint64_t header = 0;
-        std::memcpy(&header, good.data(), sizeof header);
-        std::string poisoned = good;
-        const float nan = std::numeric_limits<float>::quiet_NaN();
-        std::memcpy(poisoned.data() + 8 + header + file.info(first_moment).data_begin, &nan, sizeof nan);
-        std::ofstream(state, std::ios::binary | std::ios::trunc) << poisoned;
+        file_support::poke_float(state, first_moment, 0, std::numeric_limits<float>::quiet_NaN());
+        const std::string poisoned = contents(state);
         const result r = train(flags + " --resume", scratch.path);
         CHECK(r.status == 1);
         CHECK(lines_of(r.err) == 1);

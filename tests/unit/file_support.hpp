@@ -1,11 +1,14 @@
 #pragma once
 // What the file-format tests (npy_test.cpp, safetensors_test.cpp) share: a scratch directory,
-// whole files as bytes, and the message of the exception an action must throw (which
-// extents_test.cpp uses too).
+// whole files as bytes, a float written into a stored tensor, and the message of the exception an
+// action must throw (which extents_test.cpp and the apps tests use too).
+
+#include <shaped/io/safetensors.hpp>
 
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +66,18 @@ std::vector<std::byte> to_bytes(const std::vector<V>& values) {
     std::vector<std::byte> bytes(values.size() * sizeof(V));
     if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
     return bytes;
+}
+
+// Writes `value` over float element `element` of tensor `name` in the safetensors file at `path`,
+// where the file's own header places it.
+inline void poke_float(const fs::path& path, const std::string& name, std::size_t element, float value) {
+    const std::size_t begin = shaped::io::safetensors_file(path).info(name).data_begin;
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint64_t header = 0;
+    file.read(reinterpret_cast<char*>(&header), sizeof header);
+    file.seekp(static_cast<std::streamoff>(sizeof header + header + begin + element * sizeof(float)));
+    file.write(reinterpret_cast<const char*>(&value), sizeof value);
+    REQUIRE(file);
 }
 
 // The message of the exception E that `action` must throw.

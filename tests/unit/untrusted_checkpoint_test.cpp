@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 namespace io = shaped::io;
 namespace models = shaped::models;
 using file_support::error_message;
+using file_support::poke_float;
 using file_support::scratch_dir;
 using io::io_error;
 using Catch::Matchers::Contains;
@@ -37,17 +38,6 @@ using hf_llama_config = models::llama_config<67, 32, 2, 6, 2, 24, 40, false, sha
 
 constexpr float not_a_number = std::numeric_limits<float>::quiet_NaN();
 constexpr float infinity = std::numeric_limits<float>::infinity();
-
-// Writes `value` over float element `element` of tensor `name` in the safetensors file at `path`.
-void poke(const fs::path& path, const std::string& name, std::size_t element, float value) {
-    const std::size_t begin = io::safetensors_file(path).info(name).data_begin;
-    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-    std::uint64_t header = 0;
-    file.read(reinterpret_cast<char*>(&header), sizeof header);
-    file.seekp(static_cast<std::streamoff>(sizeof header + header + begin + element * sizeof(float)));
-    file.write(reinterpret_cast<const char*>(&value), sizeof value);
-    REQUIRE(file);
-}
 
 // A copy of the fixture `name` (a file or a directory) in `dir`.
 fs::path copy_fixture(const scratch_dir& dir, const std::string& name) {
@@ -81,22 +71,22 @@ TEST_CASE("finite weights: a nanoGPT safetensors file with a NaN or an inf is re
     auto model = models::load_gpt<nanogpt_config>(file);
     const auto before = parameter_bytes(*model);
 
-    poke(file, "transformer.h.1.mlp.c_fc.weight", 5, not_a_number);
+    poke_float(file, "transformer.h.1.mlp.c_fc.weight", 5, not_a_number);
     CHECK_THAT(error_message<io_error>([&] { models::load_gpt<nanogpt_config>(file); }),
                Contains("gpt.safetensors: tensor \"transformer.h.1.mlp.c_fc.weight\": element 5 is nan, not a finite weight"));
     CHECK_THAT(error_message<io_error>([&] { io::load_parameters(*model, io::safetensors_file(file)); }),
                Contains("tensor \"transformer.h.1.mlp.c_fc.weight\": element 5 is nan, not a finite weight"));
     CHECK(parameter_bytes(*model) == before);
 
-    poke(file, "transformer.h.1.mlp.c_fc.weight", 5, 0.5f);
-    poke(file, "transformer.ln_f.bias", 23, -infinity);
+    poke_float(file, "transformer.h.1.mlp.c_fc.weight", 5, 0.5f);
+    poke_float(file, "transformer.ln_f.bias", 23, -infinity);
     CHECK_THAT(error_message<io_error>([&] { io::load_parameters(*model, io::safetensors_file(file)); }),
                Contains("tensor \"transformer.ln_f.bias\": element 23 is -inf, not a finite weight"));
     CHECK(parameter_bytes(*model) == before);
 
     // Data, not a parameter, keeps its NaNs: only parameters are weights.
     using C = shaped::dim<"C", 24>;
-    poke(file, "transformer.ln_f.bias", 23, not_a_number);
+    poke_float(file, "transformer.ln_f.bias", 23, not_a_number);
     CHECK(std::isnan(io::safetensors_file(file).load<float, C>("transformer.ln_f.bias")(23)));
 }
 
@@ -104,13 +94,13 @@ TEST_CASE("finite weights: a Hugging Face GPT-2 directory with an inf is refused
           "[io][finite]") {
     scratch_dir dir;
     const fs::path gpt2 = copy_fixture(dir, "hf_gpt2");
-    poke(gpt2 / "model.safetensors", "h.0.attn.c_attn.weight", 7, infinity);
+    poke_float(gpt2 / "model.safetensors", "h.0.attn.c_attn.weight", 7, infinity);
     // The Conv1D weight is transposed on load; the element is the transpose's, and said to be.
     CHECK_THAT(error_message<io_error>([&] { models::load_gpt<hf_gpt2_config>(gpt2); }),
                Contains("model.safetensors: tensor \"h.0.attn.c_attn.weight\" (transposed on load): element 168 is inf, "
                         "not a finite weight"));
-    poke(gpt2 / "model.safetensors", "h.0.attn.c_attn.weight", 7, 0.0f);
-    poke(gpt2 / "model.safetensors", "wte.weight", 3, not_a_number);
+    poke_float(gpt2 / "model.safetensors", "h.0.attn.c_attn.weight", 7, 0.0f);
+    poke_float(gpt2 / "model.safetensors", "wte.weight", 3, not_a_number);
     CHECK_THAT(error_message<io_error>([&] { models::load_gpt<hf_gpt2_config>(gpt2); }),
                Contains("tensor \"wte.weight\": element 3 is nan, not a finite weight"));
 }
@@ -118,7 +108,7 @@ TEST_CASE("finite weights: a Hugging Face GPT-2 directory with an inf is refused
 TEST_CASE("finite weights: a Hugging Face Llama directory with a NaN in model.norm.weight is refused", "[io][finite][llama]") {
     scratch_dir dir;
     const fs::path llama = copy_fixture(dir, "hf_llama");
-    poke(llama / "model.safetensors", "model.norm.weight", 3, not_a_number);
+    poke_float(llama / "model.safetensors", "model.norm.weight", 3, not_a_number);
     CHECK_THAT(error_message<io_error>([&] { models::load_llama<hf_llama_config>(llama); }),
                Contains("shaped::io::load_parameter: " + (llama / "model.safetensors").string() +
                         ": tensor \"model.norm.weight\": element 3 is nan, not a finite weight"));
