@@ -101,7 +101,7 @@ test-gcc: deps build
 	ctest --test-dir build/gcc $(CTEST_FLAGS)
 
 test-clang: deps
-	$(call configure,build/clang,$(CXX_CLANG),$(BUILD_TYPE))
+	$(call configure,build/clang,$(CXX_CLANG),$(BUILD_TYPE),-DSHAPED_BUILD_BENCH=OFF)
 	cmake --build build/clang -j $(JOBS)
 	ctest --test-dir build/clang $(CTEST_FLAGS)
 
