@@ -18,6 +18,10 @@ function(shaped_add_compile_fail test_name source)
   # Never built by default: the test compiles it with the recorded command.
   add_library(${target} OBJECT EXCLUDE_FROM_ALL ${source})
   target_link_libraries(${target} PRIVATE shaped::shaped)
+  # The suite's precompiled header, for the control only (ShapedRunCompileFail.cmake).
+  if(TARGET shaped_test_support)
+    target_precompile_headers(${target} REUSE_FROM shaped_test_support)
+  endif()
   add_test(NAME ${test_name}
            COMMAND ${CMAKE_COMMAND} -DSOURCE=${source} -DBUILD_DIR=${CMAKE_BINARY_DIR}
                    -DMAX_LINES=${SHAPED_MAX_DIAGNOSTIC_LINES} -DCONTROL=${arg_CONTROL}

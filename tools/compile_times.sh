@@ -1,6 +1,7 @@
 #!/bin/sh
 # Compile-time report: the wall time and peak memory of compiling each contract program and each
-# example at -O2 (one translation unit at a time, with the flags CMake gives it), the section 1
+# example at -O2 (one translation unit at a time, with the flags CMake gives it), again with
+# shaped.hpp precompiled (a user's edit-compile loop, once the header is built), the section 1
 # contract program side by side with the same program on plain xtensor + cblas
 # (tools/baseline/section1_self_attention_xtensor.cpp, compiled with the same command), then the
 # wall time of building the whole suite from scratch.
@@ -43,26 +44,45 @@ cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_
     -DCMAKE_EXPORT_COMPILE_COMMANDS=ON ${CXX:+-DCMAKE_CXX_COMPILER="$CXX"} >/dev/null
 
 # Each translation unit's command, from compile_commands.json: the contract programs' and the
-# examples' sources (not the fail_ contract programs, which must not compile).
+# examples' sources (not the fail_ contract programs, which must not compile), without the
+# precompiled header CMake gives the examples, so that each is timed as a program of its own.
 commands=$("$python" -c '
-import json, sys
+import json, re, sys
+cmake_pch = re.compile(r" (-Winvalid-pch|(-Xclang )?-include(-pch)? (-Xclang )?\S*cmake_pch\.hxx\S*)")
 for entry in json.load(open(sys.argv[1])):
     f = entry["file"]
     if ("/contract/" in f and "/contract/fail_" not in f) or "/examples/" in f:
-        print(f + "\t" + entry["directory"] + "\t" + entry["command"])
+        print(f + "\t" + entry["directory"] + "\t" + cmake_pch.sub("", entry["command"]))
 ' "$build/compile_commands.json")
 
-printf '%-52s %10s %14s\n' "translation unit (-O2)" "wall (s)" "peak RSS (MB)"
+# The precompiled header a user's edit-compile loop reuses (docs/guide.md, "Compile time"):
+# shaped.hpp, built once with a program's flags; each unit is then compiled again with it.
+pch_dir=$build/precompiled
+mkdir -p "$pch_dir"
+printf '#include <shaped/shaped.hpp>\n' >"$pch_dir/shaped.hpp"
+if "${CXX:-c++}" --version | grep -q clang; then pch_file=$pch_dir/shaped.hpp.pch; use_pch="-include-pch $pch_file"
+else pch_file=$pch_dir/shaped.hpp.gch; use_pch="-include $pch_dir/shaped.hpp -Winvalid-pch"; fi
+# with_pch <command>: the command with the precompiled header included first.
+with_pch() { printf '%s' "$1" | sed "s| -c | $use_pch -c |"; }
+
+printf '%-52s %10s %14s %14s\n' "translation unit (-O2)" "wall (s)" "peak RSS (MB)" "with pch (s)"
 over_limit=""
 tab=$(printf '\t')
 section1_dir=""
+pch_built=""
 while IFS="$tab" read -r file dir command; do
     [ -n "$file" ] || continue
+    if [ -z "$pch_built" ]; then
+        pch_command=$(printf '%s' "$command" | sed "s| -o [^ ]*| -o $pch_file|; s| -c [^ ]*| -x c++-header -c $pch_dir/shaped.hpp|")
+        (cd "$dir" && sh -c "$pch_command")
+        pch_built=yes
+    fi
     out=$(compile "$dir" "$command")
     seconds=${out% *}
     kilobytes=${out#* }
+    pch_out=$(compile "$dir" "$(with_pch "$command")")
     name=$(printf '%s' "$file" | sed "s|^$source_dir/||; s|^.*/shared/contract/|contract/|")
-    printf '%-52s %10s %14s\n' "$name" "$seconds" "$((kilobytes / 1024))"
+    printf '%-52s %10s %14s %14s\n' "$name" "$seconds" "$((kilobytes / 1024))" "${pch_out% *}"
     case "$file" in
     */contract/section1_self_attention.cpp)
         section1_dir=$dir

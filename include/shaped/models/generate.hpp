@@ -44,8 +44,9 @@ std::size_t sample(std::span<const double> logits, const sampling& how, Generato
 
 struct generation {
     std::size_t max_new_tokens = 256;
-    std::optional<token_id> end_token;  // stops a row when sampled (and is kept)
-    sampling how;
+    std::optional<token_id> end_token{};  // stops a row when sampled (and is kept); {} so that -Wextra
+                                          // lets a designated initializer leave it out
+    sampling how{};
     std::size_t prefill_chunk = 64;     // prompt positions fed per prefill step
 };
 
