@@ -1,10 +1,11 @@
 # Compile-fail tests. Each case is a source file whose `// expect-error: REGEX` lines name what
 # the compiler must print; the test compiles it with exactly the flags a program linking
-# shaped::shaped gets (taken from compile_commands.json), and passes when the compile fails
+# shaped::shaped gets (taken from compile_commands.json), plus -fsyntax-only (diagnostics need no
+# code), and passes when the compile fails
 # with exactly one error, every regex matches a line of the output, and the output is at most
 # SHAPED_MAX_DIAGNOSTIC_LINES lines. With CONTROL, the same file compiled with
-# -DSHAPED_COMPILE_FAIL_CONTROL must succeed: a case that fails for the wrong reason (a typo)
-# fails its control. A case that also has a SHAPED_COMPILE_FAIL_NESTED form (the failing call
+# -DSHAPED_COMPILE_FAIL_CONTROL must succeed (with the suite's precompiled header, for speed):
+# a case that fails for the wrong reason (a typo) fails its control. A case that also has a SHAPED_COMPILE_FAIL_NESTED form (the failing call
 # inside a larger expression, an eval or an assignment) gets a second test, <name>.nested, which
 # compiles that form and must print the same diagnostic, still one error.
 
