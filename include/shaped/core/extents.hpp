@@ -67,24 +67,22 @@ namespace detail {
 // "(A=6148914691236517206, B=3)"
 template <Dim... Ds>
 std::string describe_extents(dims<Ds...>, const std::array<std::size_t, sizeof...(Ds)>& extents) {
-    constexpr std::array<std::string_view, sizeof...(Ds)> names{Ds::name.view()...};
-    std::string text = "(";
-    for (std::size_t i = 0; i < extents.size(); ++i)
-        text += (i ? ", " : "") + std::string(names[i]) + "=" + std::to_string(extents[i]);
-    return text + ")";
+    static constexpr std::array<std::string_view, sizeof...(Ds)> names{Ds::name.view()...};
+    return describe_extents(names, extents);
 }
+
+// shape_error: extents that span more bytes than an array can address.
+[[noreturn]] void throw_extents_overflow(std::string_view operation, std::span<const std::string_view> names,
+                                         std::span<const std::size_t> extents, std::size_t element_size);
 
 // The element count of an array of these extents; shape_error naming the dims when they do not
 // fit. `operation` is what the user called.
 template <Dim... Ds>
-std::size_t checked_element_count(std::string_view operation, dims<Ds...> list,
+std::size_t checked_element_count(std::string_view operation, dims<Ds...>,
                                   const std::array<std::size_t, sizeof...(Ds)>& extents, std::size_t element_size) {
+    static constexpr std::array<std::string_view, sizeof...(Ds)> names{Ds::name.view()...};
     const auto bytes = checked_byte_count(extents, element_size);
-    if (!bytes)
-        throw_rule(operation, SHAPED_RULE_EXTENTS_OVERFLOW,
-                   describe_extents(list, extents) + " of " + std::to_string(element_size) +
-                       "-byte elements span more than the " + std::to_string(max_array_bytes) +
-                       " bytes an array can address");
+    if (!bytes) throw_extents_overflow(operation, names, extents, element_size);
     return *bytes / element_size;
 }
 

@@ -74,9 +74,11 @@ public:
                                            shape::key_pos::name.view(), ke[kr - 2], "v",
                                            shape::value_pos::name.view(), ve[vr - 2]);
         if (qe[qr - 2] > ke[kr - 2])
-            throw shape_error("shaped::causal_attention: " + detail::describe_dim(shape::query_pos::name.view(), qe[qr - 2]) +
-                              " queries are more than the " +
-                              detail::describe_dim(shape::key_pos::name.view(), ke[kr - 2]) + " keys they follow");
+            throw shape_error(detail::message({"shaped::causal_attention: ",
+                                               detail::message_part::dim_extent{shape::query_pos::name.view(), qe[qr - 2]},
+                                               " queries are more than the ",
+                                               detail::message_part::dim_extent{shape::key_pos::name.view(), ke[kr - 2]},
+                                               " keys they follow"}));
         constexpr std::size_t batch = rank - 2;
         extents_.fill(1);
         // Batch dims align from the right, as matmul's; a mismatch names both operands' dims.

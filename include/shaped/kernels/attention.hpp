@@ -126,8 +126,7 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
         written.meets(detail::footprint_of(v))) {
         tensor_for<T, dims_of<Target>> aside{typename tensor_for<T, dims_of<Target>>::shape_type(out_extents)};
         attention_into(aside, q_expr, k_expr, v_expr, scale, sees, keys_transposed);
-        auto out = xt::adapt(target.data(), target.size(), xt::no_ownership(), out_extents, out_strides);
-        xt::noalias(out) = aside.xtensor();
+        detail::copy_into(target, aside);
         return;
     }
 

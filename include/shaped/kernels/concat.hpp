@@ -65,8 +65,8 @@ auto concat_along(const First& first, const Rest&... rest) {
                                        extents[i], "another's", names_of<First>()[i], other[i]);
         const auto joined = checked_sum(extents[Axis], other[Axis]);
         if (!joined)
-            throw shape_error("shaped::concat: the operands' extents along " + std::string(names_of<First>()[Axis]) +
-                              " add up to more than size_t holds");
+            throw shape_error(message({"shaped::concat: the operands' extents along ", names_of<First>()[Axis],
+                                       " add up to more than size_t holds"}));
         extents[Axis] = *joined;
     }
     Result result{typename Result::shape_type(extents)};

@@ -16,7 +16,6 @@
 #include <shaped/kernels/strided.hpp>
 
 #include <xtensor/xnoalias.hpp>
-#include <xtensor/xreducer.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -45,16 +44,15 @@ template <class Target, class Op, std::size_t Axis, class E>
 void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r);
 template <class Target, class E, bool Upper>
 void triangle_into(Target& target, const triangle_node<E, Upper>& t);
-template <class Target, class Source>
-void copy_into(Target& target, const Source& source);
 }  // namespace detail
 
 template <class Target, class Source>
 void assign(Target& target, const Source& source) {
     using T = value_type_of<Target>;
     if (detail::must_evaluate_aside(target, source)) {
-        auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
-        xt::noalias(detail::writable(target)) = aside.xtensor();
+        const auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
+        if constexpr (std::is_same_v<value_type_of<Source>, T>) detail::copy_into(target, aside);
+        else xt::noalias(detail::writable(target)) = aside.xtensor();
         return;
     }
     if constexpr (detail::scaled_matmul<Source>::value) {
@@ -62,8 +60,12 @@ void assign(Target& target, const Source& source) {
             if (assign_recognised_attention(target, source)) return;
         using recognised = detail::scaled_matmul<Source>;
         const auto& product = recognised::product(source);
-        if (detail::rows_are_contiguous(target))
-            return matmul_into(target, product.lhs(), product.rhs(), static_cast<T>(recognised::scale(source)));
+        const T scale = static_cast<T>(recognised::scale(source));
+        if (detail::rows_are_contiguous(target)) return matmul_into(target, product.lhs(), product.rhs(), scale);
+        // Rows BLAS cannot write (a transposed view): the product aside, then copied in.
+        auto aside = tensor_for<T, dims_of<Target>>(typename tensor_for<T, dims_of<Target>>::shape_type(target.extents()));
+        matmul_into(aside, product.lhs(), product.rhs(), scale);
+        return detail::copy_into(target, aside);
     } else if constexpr (detail::biased_matmul<Source>::value) {
         if (detail::biased_matmul_into(target, source)) return;
     } else if constexpr (detail::is_attention<Source>) {
@@ -162,43 +164,34 @@ template <class Target, std::size_t Axis, class E, bool Log>
 void softmax_into(Target& target, const softmax_node<Axis, E, Log>& s) {
     using T = value_type_of<Target>;
     constexpr std::size_t last = rank_of<E> - 1;
-    const auto extents = target.extents();
-    const std::size_t n = extents[Axis];
+    const std::size_t n = target.extents()[Axis];
     if (target.size() == 0) return;
+    const std::size_t rows = target.size() / n;
+    const auto normalise = [&](const T* in, T* out) {
+        softmax_rows(in, static_cast<std::ptrdiff_t>(n), out, static_cast<std::ptrdiff_t>(n), rows, n, Log);
+    };
     if constexpr (Axis == last) {
         if constexpr (Strided<E>) {
             const auto& src = s.operand();
-            if (src.is_contiguous() && target.is_contiguous()) {
-                softmax_rows(src.data(), static_cast<std::ptrdiff_t>(n), target.data(), static_cast<std::ptrdiff_t>(n),
-                             n ? src.size() / n : 0, n, Log);
-                return;
-            }
+            if (src.is_contiguous() && target.is_contiguous()) return normalise(src.data(), target.data());
         }
-        // Evaluate the operand into the target, then normalise its rows in place.
-        assign(target, s.operand());
+        // The operand evaluated into the target (or aside, where the target's rows lie apart),
+        // its rows normalised in place.
         if (target.is_contiguous()) {
-            softmax_rows(target.data(), static_cast<std::ptrdiff_t>(n), target.data(), static_cast<std::ptrdiff_t>(n),
-                         n ? target.size() / n : 0, n, Log);
-            return;
+            assign(target, s.operand());
+            return normalise(target.data(), target.data());
         }
-    }
-    // Any other axis (or rows that lie apart): xtensor's reducers, numerically stabilised by the
-    // max. Each reduction is evaluated before it broadcasts: xtensor 0.24 misreads a lazy
-    // keep_dims reducer broadcast along a middle axis. The result is written with noalias, which
-    // follows a strided target's strides (plain assignment copies a temporary in linearly).
-    auto x = eval(s.operand());
-    const auto& xs = x.xtensor();
-    const auto largest = xt::eval(xt::amax(xs, {Axis}, xt::keep_dims));
-    auto shifted = xt::eval(xs - largest);
-    if constexpr (Log) {
-        const auto log_sum = xt::eval(xt::log(xt::sum(xt::exp(shifted), {Axis}, xt::keep_dims)));
-        xt::noalias(writable(target)) = shifted - log_sum;
+        auto aside = tensor_for<T, dims_of<Target>>(s.operand());
+        normalise(aside.data(), aside.data());
+        copy_into(target, aside);
     } else {
-        auto e = xt::eval(xt::exp(shifted));
-        const auto total = xt::eval(xt::sum(e, {Axis}, xt::keep_dims));
-        xt::noalias(writable(target)) = e / total;
+        // Any other axis: swapped with the last, evaluated so, normalised by rows, and written
+        // back through the same swap.
+        constexpr int axis = static_cast<int>(Axis), end = static_cast<int>(last);
+        auto swapped = tensor_for<T, dims_of<decltype(transpose<axis, end>(s.operand()))>>(transpose<axis, end>(s.operand()));
+        normalise(swapped.data(), swapped.data());
+        copy_into(target, transpose<axis, end>(swapped));
     }
-    (void)sizeof(T);
 }
 
 // A layer norm's weight or bias as n contiguous elements of T: read in place where they are
@@ -312,9 +305,10 @@ void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r) {
     if constexpr (std::is_same_v<Op, op::max> || std::is_same_v<Op, op::min>) {
         if (n == 0) {
             using D = dim_at<Axis, dims_of<E>>;
-            throw shape_error(std::string("shaped::") + (std::is_same_v<Op, op::max> ? "max" : "min") +
-                              ": the reduced dim " + shaped::detail::describe_dim(D::name.view(), n) +
-                              " is empty, and has no " + (std::is_same_v<Op, op::max> ? "maximum" : "minimum"));
+            constexpr bool is_max = std::is_same_v<Op, op::max>;
+            throw shape_error(shaped::detail::message({"shaped::", is_max ? "max" : "min", ": the reduced dim ",
+                                                       shaped::detail::message_part::dim_extent{D::name.view(), n},
+                                                       " is empty, and has no ", is_max ? "maximum" : "minimum"}));
         }
     }
     std::size_t outer = 1, inner = 1;
@@ -345,35 +339,6 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
                     target.data()[base + static_cast<std::ptrdiff_t>(i) * strides[r - 2] +
                                   static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = value_type_of<Target>{};
             }
-    }
-}
-
-// A copy from stored elements (a Tensor or View, maybe transposed or renamed) of the target's
-// element type: a loop over rows, each moved whole where its elements are adjacent on both
-// sides, rather than xtensor's element-by-element stepper (which costs microseconds even for a
-// KV cache's one new row).
-template <class Target, class Source>
-void copy_into(Target& target, const Source& source) {
-    using T = value_type_of<Target>;
-    constexpr std::size_t r = rank_of<Target>;
-    const auto from = as_strided<T>(source).elements;
-    if constexpr (r == 0) {
-        target.data()[0] = from.data[0];
-    } else {
-        const auto extents = target.extents();
-        const auto strides = target.strides();
-        const std::size_t n = extents[r - 1];
-        batch_iterator<r - 1> row(extents);
-        if (!row || n == 0) return;
-        const bool adjacent = (strides[r - 1] == 1 && from.strides[r - 1] == 1) || n == 1;
-        for (; row; ++row) {
-            T* dst = target.data() + row.offset(strides);
-            const T* src = from.data + row.offset(from.strides);
-            if (adjacent) std::memmove(dst, src, n * sizeof(T));
-            else
-                for (std::size_t j = 0; j < n; ++j)
-                    dst[static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = src[static_cast<std::ptrdiff_t>(j) * from.strides[r - 1]];
-        }
     }
 }
 

@@ -7,7 +7,6 @@
 
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xbroadcast.hpp>
-#include <xtensor/xbuilder.hpp>
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xmath.hpp>
 #include <xtensor/xoperation.hpp>

@@ -13,7 +13,7 @@
 
 #include <array>
 #include <cstddef>
-#include <vector>
+#include <span>
 
 namespace shaped::kernels {
 
@@ -34,18 +34,6 @@ inline blas_layout layout_of(std::ptrdiff_t row_stride, std::ptrdiff_t col_strid
         return {col_stride >= static_cast<std::ptrdiff_t>(rows), true,
                 std::max<std::size_t>(static_cast<std::size_t>(col_stride), std::max<std::size_t>(rows, 1))};
     return {false, false, 0};
-}
-
-template <class T, std::size_t R>
-auto contiguous_copy(const strided<T, R>& s) {
-    std::vector<T> copy;
-    std::size_t n = 1;
-    for (auto e : s.extents) n *= e;
-    copy.resize(n);
-    auto src = xt::adapt(s.data, n, xt::no_ownership(), s.extents, s.strides);
-    auto dst = xt::adapt(copy.data(), n, xt::no_ownership(), s.extents);
-    dst = src;
-    return copy;
 }
 
 // Products this small (multiply-adds per matrix) with every extent known at compile time run as
@@ -105,41 +93,49 @@ template <std::size_t M, std::size_t N, std::size_t K, class T>
         }
     }
 }
-// target *= beta (beta 0: zeros, never reading target): a product over an empty inner dim.
-template <class Target, class T>
-void scale_elements(Target& target, T beta) {
-    constexpr std::size_t r = rank_of<Target>;
-    const auto extents = target.extents();
-    const auto strides = target.strides();
-    for (batch_iterator<r> at(extents); at; ++at) {
-        auto& element = target.data()[at.offset(strides)];
-        element = beta == T{0} ? T{0} : beta * element;
-    }
-}
+
+// A batched product as the compiled kernel (src/matmul.cpp) takes it: c = alpha * a @ b + beta * c
+// for every index of the result's batch dims, each operand's strides along them (0 where it
+// broadcasts), then each matrix's m x k, k x n and m x n strides (c's columns adjacent).
+template <class T>
+struct batched_product {
+    std::span<const std::size_t> batch;
+    std::size_t m, n, k;
+    const T* a;
+    std::span<const std::ptrdiff_t> a_batch;
+    std::ptrdiff_t a_row, a_col;
+    const T* b;
+    std::span<const std::ptrdiff_t> b_batch;
+    std::ptrdiff_t b_row, b_col;
+    T* c;
+    std::span<const std::ptrdiff_t> c_batch;
+    std::ptrdiff_t c_row;
+    T alpha, beta;
+};
+void batched_matmul(const batched_product<float>& p);
+void batched_matmul(const batched_product<double>& p);
 }  // namespace detail
 
 // target = alpha * (lhs @ rhs) + beta * target. Target is a Tensor or a View with unit column
-// stride; with beta 0 its elements are not read.
+// stride; with beta 0 its elements are not read. Only the small static products are compiled
+// here; every other is described to the one compiled kernel.
 template <class Target, class L, class R, class T>
 void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, T beta = T{0}) {
-    auto lhs_op = as_strided<T>(lhs_expr);
-    auto rhs_op = as_strided<T>(rhs_expr);
-    auto lhs = lhs_op.elements;
-    auto rhs = rhs_op.elements;
+    const auto lhs_op = as_strided<T>(lhs_expr);
+    const auto rhs_op = as_strided<T>(rhs_expr);
+    const auto& lhs = lhs_op.elements;
+    const auto& rhs = rhs_op.elements;
     constexpr std::size_t lr = rank_of<L>, rr = rank_of<R>, cr = rank_of<Target>, batch = cr - 2;
     const auto out_extents = target.extents();
     const auto out_strides = target.strides();
-    const std::size_t m = out_extents[cr - 2], n = out_extents[cr - 1], k = lhs.extents[lr - 1];
     if (target.size() == 0) return;
-    if (k == 0) return detail::scale_elements(target, beta);  // BLAS's answer, without its pointers
-
+    const auto lb = detail::batch_strides<batch>(lhs);
+    const auto rbs = detail::batch_strides<batch>(rhs);
 
     if constexpr (constexpr std::size_t size = detail::static_product_size<Target, L>();
                   size > 0 && size <= detail::small_product) {
         constexpr std::size_t M = dim_at<cr - 2, dims_of<Target>>::extent, N = dim_at<cr - 1, dims_of<Target>>::extent,
                               K = dim_at<lr - 1, dims_of<L>>::extent;
-        const auto lb = detail::batch_strides<batch>(lhs);
-        const auto rbs = detail::batch_strides<batch>(rhs);
         for (batch_iterator<batch> at(out_extents); at; ++at)
             detail::small_matmul<M, N, K>(lhs.data + at.offset(lb), lhs.strides[lr - 2], lhs.strides[lr - 1],
                                           rhs.data + at.offset(rbs), rhs.strides[rr - 2], rhs.strides[rr - 1],
@@ -148,56 +144,17 @@ void matmul_into(Target& target, const L& lhs_expr, const R& rhs_expr, T alpha, 
         return;
     }
 
-    // Operands BLAS cannot read as they lie are copied to row-major once.
-    std::vector<T> lhs_copy, rhs_copy;
-    auto la = detail::layout_of(lhs.strides[lr - 2], lhs.strides[lr - 1], m, k);
-    if (!la.ok) {
-        lhs_copy = detail::contiguous_copy(lhs);
-        lhs = {{lhs.extents, row_major_strides(lhs.extents)}, lhs_copy.data()};
-        la = detail::layout_of(lhs.strides[lr - 2], lhs.strides[lr - 1], m, k);
+    std::array<std::size_t, batch> batch_extents{};
+    std::array<std::ptrdiff_t, batch> out_batch{};
+    for (std::size_t i = 0; i < batch; ++i) {
+        batch_extents[i] = out_extents[i];
+        out_batch[i] = out_strides[i];
     }
-    auto rb = detail::layout_of(rhs.strides[rr - 2], rhs.strides[rr - 1], k, n);
-    if (!rb.ok) {
-        rhs_copy = detail::contiguous_copy(rhs);
-        rhs = {{rhs.extents, row_major_strides(rhs.extents)}, rhs_copy.data()};
-        rb = detail::layout_of(rhs.strides[rr - 2], rhs.strides[rr - 1], k, n);
-    }
-    const std::size_t ldc = out_strides[cr - 2] > 0 ? static_cast<std::size_t>(out_strides[cr - 2]) : n;
-
-    // rows x n of the result from lhs rows at a, rhs at b. One row (a decoding step's x @ W^T)
-    // or one column is a matrix-vector product: GEMV reads the matrix once, where GEMM would
-    // first copy it into its packed layout.
-    const auto product = [&](std::size_t rows, const T* a, const T* b, T* c) {
-        if (rows == 1)
-            blas::gemv(!rb.transposed, rb.transposed ? n : k, rb.transposed ? k : n, alpha, b, rb.leading, a,
-                       la.transposed ? la.leading : 1, beta, c, 1);
-        else if (n == 1)
-            blas::gemv(la.transposed, la.transposed ? k : rows, la.transposed ? rows : k, alpha, a, la.leading, b,
-                       rb.leading, beta, c, ldc);
-        else
-            blas::gemm(la.transposed, rb.transposed, rows, n, k, alpha, a, la.leading, b, rb.leading, beta, c, ldc);
-    };
-
-    const auto lb = detail::batch_strides<batch>(lhs);
-    const auto rbs = detail::batch_strides<batch>(rhs);
-    batch_iterator<batch> at(out_extents);
-
-    // One GEMM for the whole batch when lhs rows continue across it and rhs is shared.
-    bool fold = !la.transposed && batch > 0;
-    for (std::size_t i = 0; i < batch && fold; ++i) {
-        const std::size_t inner_rows = [&] {
-            std::size_t rows = m;
-            for (std::size_t j = i + 1; j < batch; ++j) rows *= out_extents[j];
-            return rows;
-        }();
-        fold = rbs[i] == 0 && lb[i] == static_cast<std::ptrdiff_t>(inner_rows * la.leading) &&
-               out_strides[i] == static_cast<std::ptrdiff_t>(inner_rows * ldc);
-    }
-    if (fold || batch == 0) {
-        product(m * at.count(), lhs.data, rhs.data, target.data());
-        return;
-    }
-    for (; at; ++at) product(m, lhs.data + at.offset(lb), rhs.data + at.offset(rbs), target.data() + at.offset(out_strides));
+    detail::batched_matmul(detail::batched_product<T>{
+        .batch = batch_extents, .m = out_extents[cr - 2], .n = out_extents[cr - 1], .k = lhs.extents[lr - 1],
+        .a = lhs.data, .a_batch = lb, .a_row = lhs.strides[lr - 2], .a_col = lhs.strides[lr - 1],
+        .b = rhs.data, .b_batch = rbs, .b_row = rhs.strides[rr - 2], .b_col = rhs.strides[rr - 1],
+        .c = target.data(), .c_batch = out_batch, .c_row = out_strides[cr - 2], .alpha = alpha, .beta = beta});
 }
 
 }  // namespace shaped::kernels

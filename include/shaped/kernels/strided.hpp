@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <variant>
 
@@ -108,6 +109,38 @@ std::array<std::ptrdiff_t, Batch> batch_strides(const strided_layout<R>& operand
     constexpr std::size_t own = R - 2;
     for (std::size_t i = 0; i < own; ++i) out[Batch - own + i] = operand.extents[i] == 1 ? 0 : operand.strides[i];
     return out;
+}
+
+// Copies strided elements to `to`, laid out by to_strides: a loop over rows, each moved whole
+// where its elements are adjacent on both sides, rather than xtensor's element-by-element
+// stepper (which costs microseconds even for a KV cache's one new row, and is compiled again for
+// every pair of shapes).
+template <class T, std::size_t R>
+void copy_elements(const strided<T, R>& from, T* to, const std::array<std::ptrdiff_t, R>& to_strides) {
+    if constexpr (R == 0) {
+        to[0] = from.data[0];
+    } else {
+        const std::size_t n = from.extents[R - 1];
+        batch_iterator<R - 1> row(from.extents);
+        if (!row || n == 0) return;
+        const bool adjacent = (to_strides[R - 1] == 1 && from.strides[R - 1] == 1) || n == 1;
+        for (; row; ++row) {
+            T* dst = to + row.offset(to_strides);
+            const T* src = from.data + row.offset(from.strides);
+            if (adjacent) std::memmove(dst, src, n * sizeof(T));
+            else
+                for (std::size_t j = 0; j < n; ++j)
+                    dst[static_cast<std::ptrdiff_t>(j) * to_strides[R - 1]] = src[static_cast<std::ptrdiff_t>(j) * from.strides[R - 1]];
+        }
+    }
+}
+
+// A copy from stored elements (a Tensor or View, maybe transposed or renamed) of the target's
+// element type, into the target.
+template <class Target, class Source>
+void copy_into(Target& target, const Source& source) {
+    const auto from = as_strided<value_type_of<Target>>(source);
+    copy_elements(from.elements, target.data(), target.strides());
 }
 
 }  // namespace detail

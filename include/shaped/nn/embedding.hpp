@@ -58,9 +58,12 @@ private:
     template <class Id>
     static void check_id(Id id, std::size_t at) {
         if (std::cmp_less(id, 0) || std::cmp_greater_equal(id, V::extent))
-            throw shape_error("shaped::nn::Embedding: id " + std::to_string(id) + " (element " + std::to_string(at) +
-                              " of the ids) is outside the table's " + shaped::detail::describe_dim(V::name.view(), V::extent) +
-                              " rows");
+            throw shape_error(shaped::detail::message({"shaped::nn::Embedding: id ",
+                                                       std::is_signed_v<Id> ? shaped::detail::message_part(static_cast<long long>(id))
+                                                                            : shaped::detail::message_part(static_cast<unsigned long long>(id)),
+                                                       " (element ", at,
+                                                       " of the ids) is outside the table's ",
+                                                       shaped::detail::message_part::dim_extent{V::name.view(), V::extent}, " rows"}));
     }
 };
 

@@ -69,7 +69,7 @@ void check_new_positions(std::string_view who, dims<Ds...>, const K& k, const V&
     constexpr std::size_t rank = sizeof...(Ds);
     constexpr std::array<std::string_view, rank> names{Ds::name.view()...};
     constexpr std::array<std::size_t, rank> extents{Ds::extent...};
-    const std::string op = std::string(who) + "::append";
+    const std::string op = shaped::detail::message({who, "::append"});
     const auto keys = k.extents();
     const auto values = v.extents();
     for (std::size_t i = 0; i < rank; ++i) {
@@ -88,8 +88,8 @@ void check_new_positions(std::string_view who, dims<Ds...>, const K& k, const V&
                                                dim_at<rank - 2, dims_of<V>>::name.view(), values[rank - 2]);
     for (std::size_t b = 0; b < Batch; ++b) {
         if (counts[b] > n)
-            throw shape_error("shaped::" + op + ": batch row " + std::to_string(b) + " takes " +
-                              std::to_string(counts[b]) + " of " + std::to_string(n) + " new positions");
+            throw shape_error(shaped::detail::message(
+                {"shaped::", op, ": batch row ", b, " takes ", counts[b], " of ", n, " new positions"}));
     }
 }
 }  // namespace detail
@@ -172,10 +172,10 @@ public:
     void check_room(const lengths_type& counts) const {
         for (std::size_t b = 0; b < batch; ++b)
             if (lengths_[b] + counts[b] > capacity)
-                throw cache_overflow("shaped::nn::KVCache::append: " + std::to_string(counts[b]) + " new position" +
-                                     (counts[b] == 1 ? "" : "s") + " after the " + std::to_string(lengths_[b]) +
-                                     " held in batch row " + std::to_string(b) + " would exceed the capacity " +
-                                     shaped::detail::describe_dim(capacity_dim::name.view(), capacity));
+                throw cache_overflow(shaped::detail::message(
+                    {"shaped::nn::KVCache::append: ", counts[b], counts[b] == 1 ? " new position" : " new positions",
+                     " after the ", lengths_[b], " held in batch row ", b, " would exceed the capacity ",
+                     shaped::detail::message_part::dim_extent{capacity_dim::name.view(), capacity}}));
     }
 
 private:

@@ -70,8 +70,7 @@ template <class T, Dim... Ds, DynamicDim... Dynamic>
 Tensor<T, Ds...> tensor(std::initializer_list<T> values, Dynamic... extents) {
     Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("tensor", detail::make_extents(dims<Ds...>{}, extents...))};
     if (values.size() != t.size())
-        throw shape_error("shaped::tensor: " + std::to_string(values.size()) + " values do not fill " +
-                          std::to_string(t.size()) + " elements");
+        throw shape_error(detail::message({"shaped::tensor: ", values.size(), " values do not fill ", t.size(), " elements"}));
     std::copy(values.begin(), values.end(), t.data());
     return t;
 }

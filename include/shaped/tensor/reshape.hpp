@@ -41,8 +41,9 @@ template <Dim Old, Dim Outer, Dim Inner>
 void check_reshape_extents(std::string_view operation, std::size_t old, std::size_t outer, std::size_t inner) {
     if (checked_product(outer, inner) != old)
         throw_rule(operation, SHAPED_RULE_RESHAPE_PRODUCT,
-                   describe_dim(Old::name.view(), old) + " is not " + describe_dim(Outer::name.view(), outer) + " x " +
-                       describe_dim(Inner::name.view(), inner));
+                   message({message_part::dim_extent{Old::name.view(), old}, " is not ",
+                            message_part::dim_extent{Outer::name.view(), outer}, " x ",
+                            message_part::dim_extent{Inner::name.view(), inner}}));
 }
 
 // Whether the result can be a View of x's own elements: x is strided and outlives the call.
@@ -164,10 +165,10 @@ auto merge(E&& x) {
         std::ptrdiff_t merged = old_strides[axis + 1];
         if (inner == 1) merged = old_strides[axis];
         else if (outer != 1 && old_strides[axis] != old_strides[axis + 1] * static_cast<std::ptrdiff_t>(inner))
-            throw shape_error("shaped::merge: dims " + detail::describe_dim(Outer::name.view(), outer) + " and " +
-                              detail::describe_dim(Inner::name.view(), inner) +
-                              " of the view do not lie in memory as one dim; merge an evaluated copy, "
-                              "merge<...>(eval(x))");
+            throw shape_error(detail::message({"shaped::merge: dims ", detail::message_part::dim_extent{Outer::name.view(), outer},
+                                               " and ", detail::message_part::dim_extent{Inner::name.view(), inner},
+                                               " of the view do not lie in memory as one dim; merge an evaluated copy, "
+                                               "merge<...>(eval(x))"}));
         std::array<std::ptrdiff_t, NewDims::rank> strides{};
         for (std::size_t i = 0; i < List::rank; ++i)
             if (i != axis + 1) strides[i <= axis ? i : i - 1] = old_strides[i];

@@ -185,8 +185,7 @@ public:
     // The value of a tensor with one element, as torch's item().
     T item() const {
         if (size() != 1)
-            throw shape_error("shaped::Tensor::item: the tensor has " + std::to_string(size()) +
-                              " elements, not one");
+            throw shape_error(detail::message({"shaped::Tensor::item: the tensor has ", size(), " elements, not one"}));
         return data()[0];
     }
 

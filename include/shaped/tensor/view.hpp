@@ -26,8 +26,8 @@ std::ptrdiff_t checked_offset(const std::array<long long, R>& index, const std::
     std::ptrdiff_t offset = 0;
     for (std::size_t i = 0; i < R; ++i) {
         if (index[i] < 0 || static_cast<std::size_t>(index[i]) >= extents[i])
-            throw std::out_of_range("shaped: index " + std::to_string(index[i]) + " is out of range for dim " +
-                                    describe_dim(names[i], extents[i]));
+            throw std::out_of_range(message({"shaped: index ", index[i], " is out of range for dim ",
+                                             message_part::dim_extent{names[i], extents[i]}}));
         offset += static_cast<std::ptrdiff_t>(index[i]) * strides[i];
     }
     return offset;
@@ -179,8 +179,8 @@ auto slice(S& s, std::size_t begin, std::size_t end) {
     auto extents = s.extents();
     auto strides = s.strides();
     if (begin > end || end > extents[axis])
-        throw shape_error("shaped::slice: range [" + std::to_string(begin) + ", " + std::to_string(end) +
-                          ") does not fit dim " + detail::describe_dim(D::name.view(), extents[axis]));
+        throw shape_error(detail::message({"shaped::slice: range [", begin, ", ", end, ") does not fit dim ",
+                                           detail::message_part::dim_extent{D::name.view(), extents[axis]}}));
     extents[axis] = end - begin;
     using result = view_for<detail::view_element_t<S>, replace_at<axis, dynamic_of<dim_at<axis, List>>, List>>;
     return result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides);
@@ -220,8 +220,8 @@ auto select(S& s, std::size_t index) {
     const auto extents = s.extents();
     const auto strides = s.strides();
     if (index >= extents[axis])
-        throw std::out_of_range("shaped::select: index " + std::to_string(index) + " is out of range for dim " +
-                                detail::describe_dim(D::name.view(), extents[axis]));
+        throw std::out_of_range(detail::message({"shaped::select: index ", index, " is out of range for dim ",
+                                                 detail::message_part::dim_extent{D::name.view(), extents[axis]}}));
     constexpr std::size_t r = List::rank;
     std::array<std::size_t, r - 1> e{};
     std::array<std::ptrdiff_t, r - 1> st{};
