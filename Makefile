@@ -8,7 +8,7 @@
 #   make asan       build and test with ASan + UBSan      (build/asan)
 #   make fuzz       fuzz the .npy, safetensors, GPT-2 and llama2.c tokenizer readers, FUZZ_SECONDS each (build/fuzz)
 #   make bench      shaped vs hand-written vs PyTorch, one table (build/gcc/bench/results.json)
-#   make compile-times  compile time and peak memory of the contract programs and examples
+#   make compile-times  compile time and peak memory of the contract programs, examples and user programs
 #   make fixtures   regenerate the PyTorch parity fixtures (needs python3-torch)
 #   make deps       install missing Debian packages (as root)
 #   make clean      remove build/
