@@ -44,6 +44,8 @@ fastest() {
 rm -rf "$build"
 cmake -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DCMAKE_EXPORT_COMPILE_COMMANDS=ON ${CXX:+-DCMAKE_CXX_COMPILER="$CXX"} >/dev/null
+# Absolute: each unit is compiled from its own build directory.
+build=$(cd "$build" && pwd)
 
 # Each translation unit's command, from compile_commands.json: the contract programs' and the
 # examples' sources (not the fail_ contract programs, which must not compile), without the
@@ -53,6 +55,8 @@ import json, re, sys
 cmake_pch = re.compile(r" (-Winvalid-pch|(-Xclang )?-include(-pch)? (-Xclang )?\S*cmake_pch\.hxx\S*)")
 for entry in json.load(open(sys.argv[1])):
     f = entry["file"]
+    if f.endswith("cmake_pch.hxx.cxx"):  # the precompiled header CMake builds, not a program
+        continue
     if ("/contract/" in f and "/contract/fail_" not in f) or "/examples/" in f or "/user_programs/" in f:
         print(f + "\t" + entry["directory"] + "\t" + cmake_pch.sub("", entry["command"]))
 ' "$build/compile_commands.json")
