@@ -1,8 +1,8 @@
 // What an assignment allocates, and assignments whose source reads the target.
 //
-// Allocations are counted by replacing the global operator new/delete and by interposing
-// posix_memalign, which xtensor's SIMD-aligned allocator calls for tensor storage. They are
-// counted only inside a counting scope, so the rest of the suite runs unaffected.
+// Allocations are counted by replacing the global operator new/delete, the aligned forms that
+// tensor storage takes included, and by interposing posix_memalign. They are counted only
+// inside a counting scope, so the rest of the suite runs unaffected.
 
 #include "reference.hpp"
 
@@ -51,8 +51,8 @@ public:
 
 }  // namespace
 
-// Every unaligned form goes through malloc and free, so that each new meets its own delete
-// (AddressSanitizer checks that they match). The aligned forms keep the library's pairs.
+// Every unaligned form goes through malloc and free, every aligned form through aligned_alloc
+// and free, so that each new meets its own delete (AddressSanitizer checks that they match).
 namespace {
 void* counted_malloc(std::size_t size) noexcept {
     log_.record(size);
@@ -60,6 +60,13 @@ void* counted_malloc(std::size_t size) noexcept {
 }
 void* counted_new(std::size_t size) {
     if (void* p = counted_malloc(size)) return p;
+    throw std::bad_alloc();
+}
+
+void* counted_aligned_new(std::size_t size, std::align_val_t alignment) {
+    log_.record(size);
+    const auto a = static_cast<std::size_t>(alignment);
+    if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a + (size == 0 ? a : 0))) return p;
     throw std::bad_alloc();
 }
 }  // namespace
@@ -80,6 +87,12 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void* operator new(std::size_t size, std::align_val_t a) { return counted_aligned_new(size, a); }
+void* operator new[](std::size_t size, std::align_val_t a) { return counted_aligned_new(size, a); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -12,7 +12,10 @@
 #include <type_traits>
 #include <utility>
 
+#include <shaped/interop/xtensor.hpp>
+
 #include <xtensor/xarray.hpp>
+#include <xtensor/xmanipulation.hpp>
 
 namespace {
 
@@ -102,6 +105,22 @@ TEST_CASE("Tensor: from_xtensor checks rank and static extents", "[tensor]") {
     CHECK_THROWS_WITH((shaped::Tensor<float, B, C>::from_xtensor(x)), Contains("C(6)") && Contains("C(3)"));
     CHECK_THROWS_AS((shaped::Tensor<float, B, T, C>::from_xtensor(x)), shaped::shape_error);
     CHECK_THROWS_AS((shaped::Tensor<float, T, Cd>::from_xtensor(x)), shaped::shape_error);
+
+    // An expression that is not stored row-major is read in its own order.
+    const auto t = shaped::Tensor<float, shaped::dim<"C", 3>, B>::from_xtensor(xt::transpose(x));
+    CHECK(t(2, 0) == 2.0f);
+    CHECK(t(0, 1) == 3.0f);
+}
+
+TEST_CASE("Tensor: to_xtensor reads and writes the elements in place", "[tensor]") {
+    shaped::Tensor<float, B, Cd> t(Cd{3});
+    auto x = shaped::to_xtensor(t);
+    CHECK(x.shape()[0] == 2);
+    CHECK(x.shape()[1] == 3);
+    x(1, 2) = 7.0f;
+    CHECK(t(1, 2) == 7.0f);
+    const auto transposed = shaped::to_xtensor(shaped::view_of(shaped::mT(t)));
+    CHECK(transposed(2, 1) == 7.0f);
 }
 
 TEST_CASE("Tensor: copies are deep, moves keep the buffer", "[tensor]") {

@@ -16,8 +16,6 @@
 #include <shaped/kernels/recognise.hpp>
 #include <shaped/kernels/strided.hpp>
 
-#include <xtensor/xnoalias.hpp>
-
 #include <array>
 #include <cmath>
 #include <cstddef>

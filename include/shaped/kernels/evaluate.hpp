@@ -1,8 +1,8 @@
 #pragma once
 // assign(target, source): runs an expression into a Tensor or View. The expression's root picks
 // the kernel: a matmul (scaled or not) is one BLAS call straight into the target, a softmax is
-// the row kernel, tril its own loop, a reduction xtensor's reducer, and everything elementwise
-// is one xtensor assignment, vectorised, with no temporary. A matmul of a causal softmax with
+// the row kernel, tril its own loop, a reduction its own, and everything elementwise one run
+// of the elementwise machine (kernels/lower.hpp), vectorised, with no temporary. A matmul of a causal softmax with
 // v, as the chapter writes attention, is the fused attention kernel (kernels/attention.hpp).
 // What each root is comes from kernels/recognise.hpp; whether the target shares memory with
 // what the source reads, from kernels/overlap.hpp.
@@ -15,8 +15,6 @@
 #include <shaped/kernels/rows.hpp>
 #include <shaped/kernels/strided.hpp>
 
-#include <xtensor/xnoalias.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -28,10 +26,6 @@ namespace shaped::kernels {
 
 // The node kernels assign() hands a root to, defined below it.
 namespace detail {
-template <class T, Dim... Ds>
-auto& writable(Tensor<T, Ds...>& t);
-template <class T, Dim... Ds>
-auto writable(const View<T, Ds...>& v);
 template <class Target>
 bool rows_are_contiguous(const Target& t);
 template <class Target, class Source>
@@ -52,7 +46,7 @@ void assign(Target& target, const Source& source) {
     if (detail::must_evaluate_aside(target, source)) {
         const auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
         if constexpr (std::is_same_v<value_type_of<Source>, T>) detail::copy_into(target, aside);
-        else xt::noalias(detail::writable(target)) = aside.xtensor();
+        else run_elementwise(target, aside);
         return;
     }
     if constexpr (detail::scaled_matmul<Source>::value) {
@@ -79,20 +73,10 @@ void assign(Target& target, const Source& source) {
     } else if constexpr (detail::is_triangle<Source>) {
         return detail::triangle_into(target, source);
     }
-    if constexpr (std::is_same_v<T, bool> || detail::reads_bool_storage<Source>) {
-        // xtensor 0.24's SIMD strided assignment mishandles bool storage: into fixed-size bool
-        // storage it skips elements (a comparison with a scalar, under AVX), and a stored mask
-        // that broadcasts is read a row off ((B, 1, T, S) over (B, H, T, S)). Whatever writes
-        // or reads a stored mask runs element by element.
-        auto&& out = detail::writable(target);
-        auto&& in = lower(source);
-        std::copy(in.cbegin(), in.cend(), out.begin());
-        return;
-    }
     if constexpr (Viewable<Source> && std::is_same_v<value_type_of<Source>, T>) {
         return detail::copy_into(target, source);
     }
-    xt::noalias(detail::writable(target)) = lower(source);
+    run_elementwise(target, source);
 }
 
 }  // namespace shaped::kernels
@@ -111,16 +95,6 @@ void assign_expression(Target& target, const Source& source) {
 // ---- the node kernels --------------------------------------------------------------------------
 
 namespace shaped::kernels::detail {
-
-// The target as a writable xtensor expression.
-template <class T, Dim... Ds>
-auto& writable(Tensor<T, Ds...>& t) {
-    return t.xtensor();
-}
-template <class T, Dim... Ds>
-auto writable(const View<T, Ds...>& v) {
-    return xt::adapt(v.data(), v.size(), xt::no_ownership(), v.extents(), v.strides());
-}
 
 template <class Target>
 bool rows_are_contiguous(const Target& t) {

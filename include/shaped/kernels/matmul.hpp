@@ -9,10 +9,9 @@
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/strided.hpp>
 
-#include <xsimd/xsimd.hpp>
-
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <span>
 
 namespace shaped::kernels {
@@ -48,6 +47,21 @@ constexpr std::size_t static_product_size() {
     else return 0;
 }
 
+// The widest vector the target has, as GCC's and clang's vector extensions: the small products
+// are the one loop in the headers written in vectors, and xsimd's headers would cost every
+// program a second of compile.
+#if defined(__AVX512F__)
+inline constexpr std::size_t vector_bytes = 64;
+#elif defined(__AVX__)
+inline constexpr std::size_t vector_bytes = 32;
+#else
+inline constexpr std::size_t vector_bytes = 16;
+#endif
+template <class T>
+struct simd_vector {
+    typedef T type __attribute__((vector_size(vector_bytes)));
+};
+
 // c = alpha * a @ b + beta * c for one M x K by K x N product, any strides. b is first copied
 // row-major, so that the inner loop runs over N adjacent elements, whole vectors. Always inlined:
 // the caller's strides are then constants the loops are compiled for (measured: ~15% of the
@@ -59,23 +73,30 @@ template <std::size_t M, std::size_t N, std::size_t K, class T>
     for (std::size_t p = 0; p < K; ++p)
         for (std::size_t j = 0; j < N; ++j)
             rhs[p][j] = b[static_cast<std::ptrdiff_t>(p) * b_row + static_cast<std::ptrdiff_t>(j) * b_col];
-    using vec = xsimd::batch<T>;
-    constexpr std::size_t W = vec::size;
+    using vec = typename simd_vector<T>::type;
+    constexpr std::size_t W = vector_bytes / sizeof(T);
+    const auto load = [](const T* p) {
+        vec v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
     for (std::size_t i = 0; i < M; ++i) {
         T* c_row_start = c + static_cast<std::ptrdiff_t>(i) * c_row;
         if constexpr (N % W == 0) {
-            vec row[N / W];
-            for (auto& r : row) r = vec(T{0});
+            vec row[N / W] = {};
             for (std::size_t p = 0; p < K; ++p) {
-                const vec x(a[static_cast<std::ptrdiff_t>(i) * a_row + static_cast<std::ptrdiff_t>(p) * a_col]);
-                for (std::size_t j = 0; j < N / W; ++j) row[j] = xsimd::fma(x, vec::load_unaligned(&rhs[p][j * W]), row[j]);
+                const T x = a[static_cast<std::ptrdiff_t>(i) * a_row + static_cast<std::ptrdiff_t>(p) * a_col];
+                for (std::size_t j = 0; j < N / W; ++j) row[j] += x * load(&rhs[p][j * W]);
             }
             if (c_col == 1 && beta == T{0}) {
-                for (std::size_t j = 0; j < N / W; ++j) (row[j] * vec(alpha)).store_unaligned(c_row_start + j * W);
+                for (std::size_t j = 0; j < N / W; ++j) {
+                    const vec scaled = row[j] * alpha;
+                    std::memcpy(c_row_start + j * W, &scaled, sizeof scaled);
+                }
                 continue;
             }
             T out[N];
-            for (std::size_t j = 0; j < N / W; ++j) row[j].store_unaligned(out + j * W);
+            std::memcpy(out, row, sizeof out);
             for (std::size_t j = 0; j < N; ++j) {
                 T& cj = c_row_start[static_cast<std::ptrdiff_t>(j) * c_col];
                 cj = beta == T{0} ? alpha * out[j] : alpha * out[j] + beta * cj;

@@ -38,16 +38,6 @@ inline constexpr bool is_layer_norm = false;
 template <class E, class W, class Bi, bool Centered>
 inline constexpr bool is_layer_norm<layer_norm_node<E, W, Bi, Centered>> = true;
 
-// Whether an expression reads bool elements from memory: a mask stored in a Tensor or View.
-template <class E>
-inline constexpr bool reads_bool_storage = Strided<E> && std::is_same_v<value_type_of<E>, bool>;
-template <class Op, class... Es>
-inline constexpr bool reads_bool_storage<elementwise<Op, Es...>> = (reads_bool_storage<std::remove_cvref_t<Es>> || ...);
-template <class E, class NewDims>
-inline constexpr bool reads_bool_storage<rename_node<E, NewDims>> = reads_bool_storage<std::remove_cvref_t<E>>;
-template <class E, std::array<std::size_t, rank_of<E>> Perm>
-inline constexpr bool reads_bool_storage<permute_node<E, Perm>> = reads_bool_storage<std::remove_cvref_t<E>>;
-
 // ---- matmul patterns ---------------------------------------------------------------------------
 
 // A matmul, scaled or not: matmul, matmul * s, s * matmul, matmul / s. product is the matmul;

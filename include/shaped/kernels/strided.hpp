@@ -83,6 +83,9 @@ public:
         return *this;
     }
 
+    // The current index.
+    const std::array<std::size_t, N>& index() const { return index_; }
+
     // The offset of the current index along the first N of some strides.
     template <std::size_t R>
         requires(N <= R)

@@ -37,7 +37,7 @@ template <class T, Dim... Ds, DynamicDim... Dynamic>
     requires detail::gives_dynamic_extents<dims<Ds...>, Dynamic...>
 Tensor<T, Ds...> full(T value, Dynamic... extents) {
     Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("full", detail::make_extents(dims<Ds...>{}, extents...))};
-    t.xtensor().fill(value);
+    t.fill(value);
     return t;
 }
 
@@ -51,7 +51,7 @@ template <class T, Dim... Ds, DynamicDim... Dynamic>
     requires detail::gives_dynamic_extents<dims<Ds...>, Dynamic...>
 Tensor<T, Ds...> ones(Dynamic... extents) {
     Tensor<T, Ds...> t{detail::factory_shape<T, Ds...>("ones", detail::make_extents(dims<Ds...>{}, extents...))};
-    t.xtensor().fill(T{1});
+    t.fill(T{1});
     return t;
 }
 

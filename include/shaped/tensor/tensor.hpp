@@ -1,15 +1,15 @@
 #pragma once
-// Tensor<T, Dims...>: owns its elements, row-major, on xtensor storage. Its type carries the
-// dims; its extents are known at run time (the static ones also at compile time). Assigning an
-// expression checks the dims, then runs the expression into this storage.
+// Tensor<T, Dims...>: owns its elements, row-major. Its type carries the dims; its extents are
+// known at run time (the static ones also at compile time). Assigning an expression checks the
+// dims, then runs the expression into this storage.
 
 #include <shaped/expr.hpp>
 #include <shaped/tensor/diagnostics.hpp>
 #include <shaped/tensor/view.hpp>
 
-#include <xtensor/xfixed.hpp>
-#include <xtensor/xtensor.hpp>
+#include <shaped/tensor/storage.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <initializer_list>
@@ -26,8 +26,8 @@ class Tensor;
 
 namespace detail {
 
-// Static tensors up to this size keep their elements inline (no allocation, as xtensor_fixed);
-// larger ones live on the heap, so that a Tensor on the stack cannot overflow it.
+// Static tensors up to this size keep their elements inline (no allocation); larger ones live on
+// the heap, so that a Tensor on the stack cannot overflow it.
 inline constexpr std::size_t max_inline_bytes = 16 * 1024;
 
 // Whether static extents fit in memory at all (core/extents.hpp); dynamic ones are checked
@@ -48,9 +48,9 @@ constexpr bool stores_inline = [] {
 template <class T, Dim... Ds>
 consteval auto storage_of() {
     if constexpr (stores_inline<T, Ds...>)
-        return std::type_identity<xt::xtensor_fixed<T, xt::xshape<Ds::extent...>>>{};
+        return std::type_identity<inline_storage<T, (Ds::extent * ... * std::size_t{1})>>{};
     else
-        return std::type_identity<xt::xtensor<T, sizeof...(Ds)>>{};
+        return std::type_identity<heap_storage<T>>{};
 }
 template <class T, Dim... Ds>
 using storage_for = typename decltype(storage_of<T, Ds...>())::type;
@@ -133,30 +133,26 @@ public:
         requires(!detail::assignable<dims_type, dims_of<E>>)
     detail::assign_diag<dims_type, dims_of<E>> operator=(E&&);
 
-    // From an xtensor container or expression; its shape is checked at run time.
+    // From an xtensor container or expression (any with dimension(), shape() and row-major
+    // begin()/end(), read without including xtensor here); its shape is checked at run time.
     template <class X>
-    static Tensor from_xtensor(const xt::xexpression<X>& x) {
-        const auto& e = x.derived_cast();
+        requires requires(const X& e) { e.dimension(), e.shape(), e.begin(); }
+    static Tensor from_xtensor(const X& e) {
         if (e.dimension() != rank)
-            throw shape_error("shaped::Tensor::from_xtensor: rank " + std::to_string(e.dimension()) +
-                              " does not meet the declared rank " + std::to_string(rank));
+            throw shape_error(detail::message(
+                {"shaped::Tensor::from_xtensor: rank ", e.dimension(), " does not meet the declared rank ", rank}));
         extents_type extents{};
         std::copy(e.shape().begin(), e.shape().end(), extents.begin());
         Tensor t{shape_type(extents)};
-        t.storage_ = e;
+        std::copy(e.begin(), e.end(), t.data());
         return t;
     }
 
-    const storage_type& xtensor() const { return storage_; }
-    storage_type& xtensor() { return storage_; }
-
-    extents_type extents() const {
-        extents_type e{};
-        std::copy(storage_.shape().begin(), storage_.shape().end(), e.begin());
-        return e;
-    }
+    extents_type extents() const { return extents_; }
     shape_type shape() const { return shape_type(extents()); }
     std::size_t size() const { return storage_.size(); }
+    // Every element set to value.
+    void fill(const T& value) { std::fill_n(data(), size(), value); }
     static constexpr bool is_contiguous() { return true; }
     T* data() { return storage_.data(); }
     const T* data() const { return storage_.data(); }
@@ -205,13 +201,9 @@ public:
 private:
     // Every constructor allocates here, after checking that the extents fit in memory.
     void allocate(const extents_type& extents) {
-        detail::checked_element_count("Tensor", dims_type{}, extents, sizeof(T));
-        if constexpr (detail::stores_inline<T, Ds...>) {
-            storage_.fill(T{});
-        } else {
-            storage_ = storage_type::from_shape(extents);
-            storage_.fill(T{});
-        }
+        const std::size_t count = detail::checked_element_count("Tensor", dims_type{}, extents, sizeof(T));
+        if constexpr (!detail::stores_inline<T, Ds...>) storage_ = storage_type(count);
+        extents_ = extents;
     }
 
     template <class... I>
@@ -225,6 +217,7 @@ private:
     }
 
     storage_type storage_;
+    extents_type extents_{};
 };
 
 template <class T, Dim... Ds>
