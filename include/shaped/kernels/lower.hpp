@@ -123,15 +123,21 @@ template <class To, class Node, std::size_t I>
 struct operand_type<op::cast<To>, Node, I> {
     using type = value_type_of<std::tuple_element_t<I, std::remove_cvref_t<decltype(std::declval<Node>().operands())>>>;
 };
-template <class Op, class Node>
-using common_operand_type = std::remove_cvref_t<decltype(std::apply(
-    [](const auto&... o) { return std::common_type_t<value_type_of<decltype(o)>...>{}; }, std::declval<Node>().operands()))>;
+// (A lambda in decltype here crashes clang 14 reading it back from a precompiled header.)
+template <class Operands>
+struct common_value;
+template <class... Es>
+struct common_value<std::tuple<Es...>> {
+    using type = std::common_type_t<value_type_of<Es>...>;
+};
+template <class Node>
+using common_operand_type = typename common_value<std::remove_cvref_t<decltype(std::declval<Node>().operands())>>::type;
 template <class Op, class Node, std::size_t I>
     requires(is_comparison<Op>)
 struct operand_type<Op, Node, I> {
     static constexpr bool logical =
         std::is_same_v<Op, op::logical_and> || std::is_same_v<Op, op::logical_or> || std::is_same_v<Op, op::logical_not>;
-    using type = std::conditional_t<logical, bool, common_operand_type<Op, Node>>;
+    using type = std::conditional_t<logical, bool, common_operand_type<Node>>;
 };
 template <class Node, std::size_t I>
 using operand_type_t = typename operand_type<typename Node::op_type, Node, I>::type;
