@@ -41,14 +41,24 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t);
 }  // namespace detail
 
 template <class Target, class Source>
+void assign_apart(Target& target, const Source& source);
+
+template <class Target, class Source>
 void assign(Target& target, const Source& source) {
-    using T = value_type_of<Target>;
     if (detail::must_evaluate_aside(target, source)) {
         const auto aside = tensor_for<value_type_of<Source>, dims_of<Source>>(source);
-        if constexpr (std::is_same_v<value_type_of<Source>, T>) detail::copy_into(target, aside);
+        if constexpr (std::is_same_v<value_type_of<Source>, value_type_of<Target>>) detail::copy_into(target, aside);
         else run_elementwise(target, aside);
         return;
     }
+    assign_apart(target, source);
+}
+
+// assign() where nothing the source reads can be written before it is read: the target shares
+// no memory with it, or only element for element where the root's kernel allows that.
+template <class Target, class Source>
+void assign_apart(Target& target, const Source& source) {
+    using T = value_type_of<Target>;
     if constexpr (detail::scaled_matmul<Source>::value) {
         if constexpr (detail::recognised_attention<Source>::value)
             if (assign_recognised_attention(target, source)) return;
@@ -88,6 +98,11 @@ namespace shaped {
 template <class Target, class Source>
 void assign_expression(Target& target, const Source& source) {
     kernels::assign(target, source);
+}
+// Into a Tensor just allocated, which shares no memory with anything.
+template <class Target, class Source>
+void assign_expression(Target& target, const Source& source, detail::fresh_target) {
+    kernels::assign_apart(target, source);
 }
 
 }  // namespace shaped

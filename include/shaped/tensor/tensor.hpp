@@ -55,6 +55,10 @@ consteval auto storage_of() {
 template <class T, Dim... Ds>
 using storage_for = typename decltype(storage_of<T, Ds...>())::type;
 
+// Marks a target allocated just now, which nothing an expression reads can share: its
+// assignment skips the test of memory shared (kernels/overlap.hpp) and the evaluation aside.
+struct fresh_target {};
+
 }  // namespace detail
 
 template <class T, Dim... Ds>
@@ -109,7 +113,7 @@ public:
             detail::check_extents_fit("Tensor", dims_type{}, extents);
             allocate(extents);
             // Evaluated by the kernels layer, through assign_expression (see View's operator=).
-            assign_expression(*this, source);
+            assign_expression(*this, source, detail::fresh_target{});
         }
     }
 
@@ -124,7 +128,7 @@ public:
         } else {
             // The new storage is filled before the old is released: the source may read it.
             Tensor resized{shape_type(extents)};
-            assign_expression(resized, source);
+            assign_expression(resized, source, detail::fresh_target{});
             *this = std::move(resized);
         }
         return *this;
