@@ -7,5 +7,6 @@
 #include <shaped/train/adamw.hpp>
 #include <shaped/train/schedule.hpp>
 #include <shaped/train/step.hpp>
+#include <shaped/train/value_and_grad.hpp>
 #include <shaped/train/gpt.hpp>
 #include <shaped/train/llama.hpp>

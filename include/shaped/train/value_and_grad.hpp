@@ -1,0 +1,67 @@
+#pragma once
+// train::value_and_grad: a loss and the gradients of a model's parameters, derived from the loss
+// as the user writes it — no backward written by hand (JAX's value_and_grad, typed: the
+// gradients are a train::gradients<Model>, one tensor per parameter, of that parameter's type).
+//
+//   auto loss = [](const auto& model, const auto& x, const auto& y) {
+//       return mean(square(model(x) - y));          // any shaped ops and layers; eval() as usual
+//   };
+//   auto [value, grads] = train::value_and_grad(loss, model, x, y);
+//   train::value_and_grad(loss, model, grads, x, y);   adds into grads, returns the value
+//
+// The loss is called once, with each tensor argument as a traced value (train/traced.hpp): what
+// it computes from them is recorded as it runs, and the model's parameters it reads are found
+// by address. It must return a 0-d traced value (a scalar that depends on the arguments).
+
+#include <shaped/train/derivatives.hpp>
+#include <shaped/train/gradients.hpp>
+
+#include <type_traits>
+#include <utility>
+
+namespace shaped::train {
+
+namespace detail {
+// A tensor argument of the loss as a traced value on the tape; anything else (integer ids
+// among them) as it is.
+template <class A>
+decltype(auto) traced_argument(tape& t, A&& a) {
+    using N = std::remove_cvref_t<A>;
+    if constexpr (Expression<N> && N::owns_storage && std::is_floating_point_v<value_type_of<N>>) return t.input(N(a));
+    else return std::forward<A>(a);
+}
+}  // namespace detail
+
+// Adds the gradients of loss(model, args...) into grads; returns the loss.
+template <class F, class M, class G, class... Args>
+    requires detail::gradients_fit<M, G>
+double value_and_grad(F&& loss, const M& model, const G& grads, Args&&... args) {
+    tape t;
+    for_each_gradient(model, grads, [&](std::string_view, const auto& parameter, auto& gradient) {
+        t.watch(parameter, gradient);
+    });
+    const auto value = std::forward<F>(loss)(model, detail::traced_argument(t, std::forward<Args>(args))...);
+    using V = std::remove_cvref_t<decltype(value)>;
+    static_assert(is_traced<V> && V::rank == 0,
+                  "shaped::train::value_and_grad: the loss must be a 0-d value computed from its arguments");
+    using T = value_type_of<V>;
+    Tensor<T> one;
+    one.fill(T(1));
+    detail::add_gradient(value.record(), one);
+    t.backward();
+    return static_cast<double>(value.item());
+}
+template <class F, class M, class G, class... Args>
+    requires(!detail::gradients_fit<M, G> && !std::is_void_v<detail::gradients_module_t<G>>)
+detail::gradients_misfit<M, G> value_and_grad(F&&, const M&, const G&, Args&&...);
+
+// The loss and fresh gradients.
+template <class F, class M, class... Args>
+    requires std::is_void_v<detail::gradients_module_t<std::tuple_element_t<0, std::tuple<Args..., void>>>>
+auto value_and_grad(F&& loss, const M& model, Args&&... args) {
+    std::pair<double, gradients<M>> result;
+    result.first = value_and_grad(std::forward<F>(loss), model, result.second, std::forward<Args>(args)...);
+    return result;
+}
+
+}  // namespace shaped::train

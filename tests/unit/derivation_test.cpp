@@ -1,0 +1,188 @@
+// Gradients derived from the forward (train/value_and_grad.hpp): each op's and layer's
+// derivative against central differences in double, through a loss written as a user writes it.
+#include <shaped/shaped.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace {
+
+using namespace shaped;
+
+using B = dim<"B", 2>;
+using T = dim<"T", 3>;
+using C = dim<"C", 4>;
+using H = dim<"H", 5>;
+
+// Some parameters of every shape the cases read, as a module declares them.
+struct Parameters {
+    BOOST_HANA_DEFINE_STRUCT(Parameters,
+        (Tensor<double, C>, w),
+        (Tensor<double, B, T, C>, v),
+        (Tensor<double, T, T>, s),
+        (nn::Linear<C, H, true, double>, fc),
+        (nn::Linear<H, C, false, double>, proj),
+        (nn::LayerNorm<C, true, double>, ln),
+        (nn::RMSNorm<C, double>, rms));
+};
+
+Parameters random_parameters(std::uint64_t seed) {
+    Generator gen(seed);
+    Parameters p;
+    nn::for_each_parameter(p, [&](std::string_view, auto& tensor) { gen.fill_normal(tensor.elements()); });
+    return p;
+}
+
+// The sum of every element of a traced or plain value, as a 0-d value of the same kind.
+template <class E>
+auto total(const E& e) {
+    if constexpr (rank_of<E> == 0) return eval(e);
+    else return total(eval(sum<-1>(e)));
+}
+
+// The gradients value_and_grad derives, against (f(p + h) - f(p - h)) / 2h for every element of
+// every parameter; and the loss against the plain forward's.
+template <class Loss, class... Args>
+void check_gradients(const Loss& loss, const Args&... args) {
+    Parameters model = random_parameters(7);
+    const auto [value, grads] = train::value_and_grad(loss, model, args...);
+    REQUIRE(value == Approx(loss(model, args...).item()).epsilon(1e-12));
+    double largest = 0;
+    std::size_t nonzero = 0;
+    train::for_each_gradient(model, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
+        for (std::size_t i = 0; i < parameter.size(); ++i) {
+            double& x = parameter.data()[i];
+            const double kept = x, h = 1e-6;
+            x = kept + h;
+            const double up = loss(model, args...).item();
+            x = kept - h;
+            const double down = loss(model, args...).item();
+            x = kept;
+            const double numeric = (up - down) / (2 * h);
+            INFO(std::string(name) << "[" << i << "]");
+            REQUIRE(gradient.data()[i] == Approx(numeric).margin(1e-6).epsilon(1e-6));
+            largest = std::max(largest, std::abs(numeric));
+            if (numeric != 0) ++nonzero;
+        }
+    });
+    REQUIRE(largest > 1e-3);  // the case reaches its parameters
+    REQUIRE(nonzero > 0);
+}
+
+Tensor<double, B, T, C> random_input(std::uint64_t seed) {
+    Generator gen(seed);
+    return randn<double, B, T, C>(gen);
+}
+
+}  // namespace
+
+TEST_CASE("derivation: arithmetic, broadcasting and unary ops", "[train][derivation]") {
+    const auto x = random_input(1);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v - m.w / (square(m.v) + 2.0));
+            return total(tanh(h) * exp(m.w * 0.5) + sigmoid(h) * sqrt(square(m.w) + 1.0) - log(square(h) + 1.0) +
+                         rsqrt(abs(m.v) + 1.0) * relu(h) - (-h) * 0.25);
+        },
+        x);
+}
+
+TEST_CASE("derivation: activations, maximum, minimum, where and masked_fill", "[train][derivation]") {
+    const auto x = random_input(2);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);
+            return total(gelu(h) + gelu_tanh(h * 0.5) + silu(h) + maximum(h, m.v) * 0.5 - minimum(m.w, h) +
+                         where(h > 0.0, h * m.w, m.v) + masked_fill(h * 2.0, x > 0.5, 0.0));
+        },
+        x);
+}
+
+TEST_CASE("derivation: matmul and the Linear layer, batched and broadcast", "[train][derivation]") {
+    const auto x = random_input(3);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto hidden = eval(gelu(m.fc(x)));                  // (B, T, H)
+            const auto out = eval(m.proj(hidden) + x);                // (B, T, C)
+            const auto mixed = eval(matmul(m.s, out));                // (T, T) @ (B, T, C): broadcast over B
+            return eval(total(square(mixed) * 0.1) + total(matmul(out, mT(out)) * 0.01));
+        },
+        x);
+}
+
+TEST_CASE("derivation: softmax, log_softmax, tril and reductions along a dim", "[train][derivation]") {
+    const auto x = random_input(4);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);
+            const auto scores = eval(matmul(h, h.mT()) * 0.5);       // (B, T, T)
+            const auto wei = eval(softmax<-1>(masked_fill(scores, tril(ones<bool, T, T>()) == false,
+                                                          -std::numeric_limits<double>::infinity())));
+            const auto logp = eval(log_softmax<-1>(h));
+            return eval(total(matmul(wei, h) * m.w + logp * 0.3) + total(tril(scores) * 0.1) +
+                        total(mean<-1>(h) * 2.0) + total(var<-2>(h)) + total(max<-1>(h)) - total(min<T>(h) * 0.5));
+        },
+        x);
+}
+
+TEST_CASE("derivation: LayerNorm and RMSNorm", "[train][derivation]") {
+    const auto x = random_input(9);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);
+            const auto normed = eval(m.ln(h));
+            return eval(total(square(normed) * m.v) + total(m.rms(normed * 2.0 + x) * m.w));
+        },
+        x);
+}
+
+TEST_CASE("derivation: transpose, permute and rename", "[train][derivation]") {
+    const auto x = random_input(5);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);
+            const auto p = eval(permute<2, 0, 1>(h) * 2.0);                        // (C, B, T)
+            const auto r = eval(rename<C, dim<"K", 4>>(h));                        // (B, T, K)
+            return eval(total(permute<1, 2, 0>(p) * m.v) + total(square(r) * 0.5) + total(transpose<T, C>(h) * transpose<T, C>(m.v)));
+        },
+        x);
+}
+
+TEST_CASE("derivation: masks computed from traced values take no gradient", "[train][derivation]") {
+    const auto x = random_input(10);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);
+            const auto positive = eval(h > 0.0);                        // bool: not recorded
+            return eval(total(where(positive, h * m.w, square(h))) + total(masked_fill(h, positive, 1.0)));
+        },
+        x);
+}
+
+TEST_CASE("derivation: sum and mean of every element", "[train][derivation]") {
+    const auto x = random_input(11);
+    check_gradients([](const auto& m, const auto& x) { return eval(sum(square(x * m.w + m.v)) * 0.5 + mean(m.fc(x))); },
+                    x);
+}
+
+TEST_CASE("derivation: the loss is the forward's, recorded once per eval", "[train][derivation]") {
+    const auto x = random_input(6);
+    Parameters model = random_parameters(8);
+    const auto loss = [](const auto& m, const auto& x) { return total(square(m.fc(x))); };
+    const auto [value, grads] = train::value_and_grad(loss, model, x);
+    REQUIRE(value == Approx(loss(model, x).item()).epsilon(1e-14));
+    // Parameters the loss does not read keep zero gradients.
+    for (const double g : grads.storage().proj.weight.elements()) REQUIRE(g == 0);
+    for (const double g : grads.storage().w.elements()) REQUIRE(g == 0);
+    // Adding into given gradients accumulates, as micro-batches do.
+    train::gradients<Parameters> twice;
+    train::value_and_grad(loss, model, twice, x);
+    train::value_and_grad(loss, model, twice, x);
+    const auto& once = grads.storage().fc.weight;
+    for (std::size_t i = 0; i < once.size(); ++i)
+        REQUIRE(twice.storage().fc.weight.data()[i] == Approx(2 * once.data()[i]).epsilon(1e-14));
+}
