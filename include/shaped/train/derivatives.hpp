@@ -31,21 +31,13 @@ namespace detail {
 // A tensor a record read: a model's parameter, where it lies, with the gradient it adds to; or
 // any other tensor, as a copy kept with the record (it may be gone when the backward runs).
 template <class T, Dim... Ds>
-class saved_leaf : public expression_base {
+class saved_leaf : public reads_tensor<saved_leaf<T, Ds...>, T, Ds...> {
 public:
-    using value_type = T;
-    using dims_type = dims<Ds...>;
-    static constexpr bool owns_storage = false;
-    static constexpr std::size_t rank = sizeof...(Ds);
-
     saved_leaf(std::shared_ptr<const Tensor<T, Ds...>> owned, const Tensor<T, Ds...>* value,
                Tensor<T, Ds...>* gradient)
         : owned_(std::move(owned)), value_(value), gradient_(gradient) {}
 
-    const T* data() const { return value_->data(); }
-    auto extents() const { return value_->extents(); }
-    auto strides() const { return value_->strides(); }
-    static constexpr bool is_contiguous() { return true; }
+    const Tensor<T, Ds...>& stored() const { return *value_; }
     Tensor<T, Ds...>* gradient() const { return gradient_; }
 
 private:
@@ -57,19 +49,11 @@ private:
 // A traced value a record read, by its handle: the gradient goes to its record. Not a traced
 // value itself, so that the derivative's expressions are evaluated as any others, never recorded.
 template <class T, Dim... Ds>
-class saved_traced : public expression_base {
+class saved_traced : public reads_tensor<saved_traced<T, Ds...>, T, Ds...> {
 public:
-    using value_type = T;
-    using dims_type = dims<Ds...>;
-    static constexpr bool owns_storage = false;
-    static constexpr std::size_t rank = sizeof...(Ds);
-
     explicit saved_traced(std::shared_ptr<recorded_value<T, Ds...>> record) : record_(std::move(record)) {}
 
-    const T* data() const { return record_->value.data(); }
-    auto extents() const { return record_->value.extents(); }
-    auto strides() const { return record_->value.strides(); }
-    static constexpr bool is_contiguous() { return true; }
+    const Tensor<T, Ds...>& stored() const { return record_->value; }
     recorded_value<T, Ds...>& record() const { return *record_; }
 
 private:

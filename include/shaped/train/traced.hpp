@@ -47,26 +47,38 @@ struct recorded_value : recorded_base {
 // the kernels evaluate a recorded expression, and while the backward runs).
 inline thread_local tape* active_tape = nullptr;
 
-}  // namespace detail
-
-// A value being differentiated: the value, and its record. Copies share the record.
-template <class T, Dim... Ds>
-class traced : public expression_base {
+// An expression that reads a Tensor held elsewhere (Derived::stored()), in place, as a View
+// does: what a traced value and the leaves a record saves have in common.
+template <class Derived, class T, Dim... Ds>
+class reads_tensor : public expression_base {
 public:
     using value_type = T;
     using dims_type = dims<Ds...>;
     static constexpr bool owns_storage = false;
     static constexpr std::size_t rank = sizeof...(Ds);
+
+    const T* data() const { return stored().data(); }
+    auto extents() const { return stored().extents(); }
+    auto strides() const { return stored().strides(); }
+    std::size_t size() const { return stored().size(); }
+    static constexpr bool is_contiguous() { return true; }
+
+private:
+    const Tensor<T, Ds...>& stored() const { return static_cast<const Derived&>(*this).stored(); }
+};
+
+}  // namespace detail
+
+// A value being differentiated: the value, and its record. Copies share the record.
+template <class T, Dim... Ds>
+class traced : public detail::reads_tensor<traced<T, Ds...>, T, Ds...> {
+public:
     using tensor_type = Tensor<T, Ds...>;
 
     explicit traced(std::shared_ptr<detail::recorded_value<T, Ds...>> record) : record_(std::move(record)) {}
 
     const tensor_type& value() const { return record_->value; }
-    const T* data() const { return value().data(); }
-    auto extents() const { return value().extents(); }
-    auto strides() const { return value().strides(); }
-    std::size_t size() const { return value().size(); }
-    static constexpr bool is_contiguous() { return true; }
+    const tensor_type& stored() const { return record_->value; }
     template <class... I>
     T operator()(I... i) const { return value()(i...); }
     T item() const { return value().item(); }
@@ -76,7 +88,7 @@ public:
     // The gradient added so far (zeros if none).
     tensor_type gradient() const {
         if (record_->has_gradient) return record_->gradient;
-        tensor_type zeros{typename tensor_type::shape_type(extents())};
+        tensor_type zeros{typename tensor_type::shape_type(this->extents())};
         zeros.fill(T(0));
         return zeros;
     }
