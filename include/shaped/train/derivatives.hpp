@@ -11,12 +11,12 @@
 // of its gradient over the dims it was broadcast along.
 
 #include <shaped/kernels.hpp>
+#include <shaped/kernels/rows_backward.hpp>
 #include <shaped/train/traced.hpp>
 
 #include <cmath>
 #include <cstddef>
 #include <memory>
-#include <numbers>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -294,36 +294,20 @@ void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g);
 template <class Node, class G>
 void back_node(const Node&, const G&);
 
-template <class T>
-T gelu_derivative(T x) {
-    const T cdf = T(0.5) * (T(1) + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
-    const T pdf = std::exp(T(-0.5) * x * x) / static_cast<T>(std::sqrt(2 * std::numbers::pi));
-    return cdf + x * pdf;
-}
-template <class T>
-T gelu_tanh_derivative(T x) {
-    const T k = static_cast<T>(std::sqrt(2.0 / std::numbers::pi));
-    const T inner = k * (x + T(0.044715) * x * x * x);
-    const T th = std::tanh(inner);
-    return T(0.5) * (T(1) + th) + T(0.5) * x * (T(1) - th * th) * k * (T(1) + T(3) * T(0.044715) * x * x);
-}
-template <class T>
-T silu_derivative(T x) {
-    const T s = T(1) / (T(1) + std::exp(-x));
-    return s * (T(1) + x * (T(1) - s));
-}
-
-// f'(a) of an activation at each element of a, as a Tensor of a's dims.
-template <class Op, class A>
-auto activation_derivative(const A& a) {
+// g * f'(a) for an activation f, elementwise, by the library's one definition of f' (the row
+// kernels' activation_backward), as a Tensor of a's dims.
+template <class Op, class A, class G>
+auto activation_gradient(const A& a, const G& g) {
     using T = value_type_of<A>;
-    auto d = tensor_for<T, dims_of<A>>(a);
-    for (T& x : d.elements()) {
-        if constexpr (std::is_same_v<Op, op::gelu>) x = gelu_derivative(x);
-        else if constexpr (std::is_same_v<Op, op::gelu_tanh>) x = gelu_tanh_derivative(x);
-        else x = silu_derivative(x);
-    }
-    return d;
+    constexpr auto kind = std::is_same_v<Op, op::gelu>        ? kernels::activation_kind::gelu
+                          : std::is_same_v<Op, op::gelu_tanh> ? kernels::activation_kind::gelu_tanh
+                                                              : kernels::activation_kind::silu;
+    const auto x = tensor_for<T, dims_of<A>>(a);
+    const auto dy = fitted(a, g);
+    auto dx = tensor_for<T, dims_of<A>>(typename tensor_for<T, dims_of<A>>::shape_type(x.extents()));
+    dx.fill(T(0));
+    kernels::activation_backward(kind, x.data(), dy.data(), dx.data(), x.size());
+    return dx;
 }
 
 template <class Op, class... Es, class G>
@@ -374,7 +358,7 @@ void back_elementwise(const elementwise<Op, Es...>& e, const G& g) {
         back(a, where(a > T(0), g, where(a < T(0), -g, T(0))));
     } else if constexpr (std::is_same_v<Op, op::gelu> || std::is_same_v<Op, op::gelu_tanh> ||
                          std::is_same_v<Op, op::silu>) {
-        back(a, g * activation_derivative<Op>(a));
+        back(a, activation_gradient<Op>(a, g));
     } else if constexpr (std::is_same_v<Op, op::where>) {  // where(condition, a, b)
         const auto& condition = a;
         const auto& if_true = e.template operand<1>();
