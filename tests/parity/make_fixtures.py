@@ -59,6 +59,21 @@ drawn from torch.manual_seed(TRAIN_LLAMA_SEED): its weights, ids and targets, an
 backward of the mean cross-entropy by autograd (logits, loss, every weight's gradient). The
 float32 gradients are asserted to agree with float64 ones, and those with central differences.
 `--only train_gpt train_gpt_f64 train_llama` writes just those folders.
+
+derivation/ is for train::value_and_grad's derived gradients (derivation_parity_test.cpp), in
+float64 on one torch thread. From torch.manual_seed(DERIVATION_SEED), in this order, the
+parameters of the test's struct (B, T, C, H = 2, 3, 4, 5): w (C), gate (T, 1), pos (T, C),
+s (T, T), m (C, H), fc.weight (H, C) and fc.bias (H), proj.weight (C, H), ln.weight, ln.bias and
+rms.weight (C; the weights drawn around 1), as parameters.safetensors (F64, named as shaped's
+for_each_parameter names them); then the inputs x.npy and y.npy (B, T, C) and x_dynamic.npy
+(B, 6, C). Each loss of DERIVATION_LOSSES is written as the test writes it with shaped's ops,
+line for line: broadcast_unary, activations, matmul, attention, reductions, layer_norm,
+rms_norm, mlp, permute and dynamic. <case>.safetensors holds its value as "loss" (0-d) and
+autograd's gradient of every parameter by the same names, zeros for those it does not read.
+Each is asserted equal to a rerun to the bit, and to central differences at each parameter's
+largest gradient element to 1e-7. dynamic (the causal head on x_dynamic, whose T shaped takes
+from the file) has no C++ case yet: value_and_grad does not compile for an input with a dynamic
+dim. `--only derivation` writes just this folder.
 """
 
 import argparse
@@ -112,6 +127,10 @@ TRAIN_LLAMA_SEED = 9292
 TRAIN_LLAMA_CONFIG = dict(vocab_size=67, dim=24, hidden_dim=40, n_layers=2, n_heads=4, n_kv_heads=2,
                           seq_len=16)
 TRAIN_LLAMA_B = 2
+# The derived gradients' parity (train::value_and_grad): the sizes of its parameters and inputs.
+DERIVATION_SEED = 1212
+DERIVATION_B, DERIVATION_T, DERIVATION_C, DERIVATION_H = 2, 3, 4, 5
+DERIVATION_T_DYNAMIC = 6  # the dynamic case's T, which shaped takes from the file
 
 
 def causal_attention(q, k, v, scale):
@@ -872,6 +891,174 @@ def compute_train_llama():
     return folders, summary
 
 
+def derivation_draws():
+    """derivation/'s parameters, by the names shaped's for_each_parameter gives the test's struct,
+    and its inputs, drawn in this order from torch.manual_seed(DERIVATION_SEED) in float64."""
+    torch.manual_seed(DERIVATION_SEED)
+    b, t, c, h = DERIVATION_B, DERIVATION_T, DERIVATION_C, DERIVATION_H
+    draw = lambda *shape, scale=1.0: scale * torch.randn(*shape, dtype=torch.float64)
+    parameters = {
+        "w": draw(c),
+        "gate": draw(t, 1),  # (T, 1): broadcast along C
+        "pos": draw(t, c),
+        "s": draw(t, t),
+        "m": draw(c, h, scale=c**-0.5),
+        "fc.weight": draw(h, c, scale=c**-0.5),  # nn.Linear's layout, (out, in)
+        "fc.bias": draw(h, scale=0.5),
+        "proj.weight": draw(c, h, scale=h**-0.5),  # a Linear without bias
+        "ln.weight": 1 + draw(c, scale=0.5),
+        "ln.bias": draw(c, scale=0.5),
+        "rms.weight": 1 + draw(c, scale=0.5),
+    }
+    inputs = {"x": draw(b, t, c), "y": draw(b, t, c), "x_dynamic": draw(b, DERIVATION_T_DYNAMIC, c)}
+    return parameters, inputs
+
+
+# derivation/'s losses, each as derivation_parity_test.cpp writes it with shaped's ops, line for
+# line: p the parameters by name, then the inputs.
+
+def loss_broadcast_unary(p, x, y):
+    """Broadcasting ((B,T,C) * (C), (T,1) * (T,C)), division and the unary ops."""
+    h = x * p["w"] + p["gate"] * p["pos"]
+    return (torch.tanh(h) * torch.exp(p["w"] * 0.5) + torch.sigmoid(h) / torch.sqrt(torch.square(p["w"]) + 1.0)
+            - torch.log(torch.square(h) + 1.0) + torch.rsqrt(torch.abs(p["pos"]) + 1.0) * torch.relu(h)
+            - torch.abs(h - y) * 0.25 + y / (torch.square(h) + 1.0) - (-h) * p["gate"]).mean()
+
+
+def loss_activations(p, x, y):
+    """gelu (exact and tanh), silu, maximum and minimum (one broadcast), where; Linear layers."""
+    h = F.linear(x, p["fc.weight"], p["fc.bias"])  # (B, T, H)
+    a = (F.gelu(h) + F.gelu(h, approximate="tanh") * 0.5 - F.silu(h) * 0.25 + torch.maximum(h, h * 0.1)
+         - torch.minimum(h, p["fc.bias"]) * 0.5 + torch.where(h > 0.0, h, torch.exp(h) - 1.0))
+    return torch.square(F.linear(a, p["proj.weight"]) - y).mean()
+
+
+def loss_matmul(p, x, y):
+    """(B,T,C) @ (C,H); (B,T,C) @ (B,C,T), one value on both sides; (T,T) @ (B,T,C) over B."""
+    h = x * p["w"] + p["pos"]
+    up = h @ p["m"]
+    gram = h @ h.transpose(-2, -1)
+    mixed = p["s"] @ h
+    return torch.square(up).mean() * 0.1 + (gram * p["s"]).mean() + (mixed * y).mean()
+
+
+def causal_head(p, x):
+    """One causal attention head written out: its scores masked with tril, softmax, @ v."""
+    t = x.shape[1]
+    q = F.linear(x, p["fc.weight"], p["fc.bias"])  # (B, T, H)
+    k = x @ p["m"]  # (B, T, H)
+    scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(DERIVATION_H))
+    wei = F.softmax(scores.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf")), dim=-1)
+    return wei @ (x * p["w"])
+
+
+def loss_attention(p, x, y):
+    return torch.square(causal_head(p, x) - y).mean()
+
+
+def loss_reductions(p, x, y):
+    """sum, mean, var (unbiased), amax, amin along a dim; log_softmax and softmax."""
+    h = x * p["w"] + p["pos"]
+    logp = F.log_softmax(h, dim=-1)
+    return (-(logp * F.softmax(y, dim=-1)).sum(-1).mean() + h.var(1).mean() + h.amax(-1).mean()
+            - h.amin(1).mean() * 0.5 + torch.square(h.mean(-1)).mean() + (h.sum(0) * p["pos"]).mean())
+
+
+def loss_layer_norm(p, x, y):
+    """nn.LayerNorm's weight and bias (eps 1e-5), and layer_norm with a weight only."""
+    h = x * p["w"] + p["pos"]
+    normed = F.layer_norm(h, (DERIVATION_C,), p["ln.weight"], p["ln.bias"], 1e-5)
+    return (torch.square(normed - y).mean()
+            + (F.layer_norm(h * 2.0 + x, (DERIVATION_C,), p["rms.weight"], None, 1e-5) * y).mean())
+
+
+def loss_rms_norm(p, x, y):
+    """RMSNorm as shaped's rms_norm defines it, x * rsqrt(mean(x^2) + eps) * weight: eps 1e-5
+    (nn::RMSNorm's) and 1e-2 on a small input, where eps matters."""
+    h = x * p["w"] + p["pos"]
+    return (torch.square(rms_norm(h, p["rms.weight"], 1e-5) - y).mean()
+            + (rms_norm(h * 0.1, p["ln.weight"], 1e-2) * y).mean())
+
+
+def loss_mlp(p, x, y):
+    """A pre-norm residual MLP of Linear layers written inline, then an RMSNorm."""
+    ln = F.layer_norm(x, (DERIVATION_C,), p["ln.weight"], p["ln.bias"], 1e-5)
+    h = x + F.linear(F.gelu(F.linear(ln, p["fc.weight"], p["fc.bias"])), p["proj.weight"])
+    return torch.square(rms_norm(h, p["rms.weight"], 1e-5) - y).mean()
+
+
+def loss_permute(p, x, y):
+    """permute and transpose, and a transposed operand of a matmul."""
+    h = x * p["w"] + p["pos"]
+    q = h.permute(2, 0, 1) * 2.0  # (C, B, T)
+    gram = h.transpose(1, 2) @ h  # (B, C, C)
+    return ((q.permute(1, 2, 0) * y).mean() + torch.square(gram).mean() * 0.01
+            + (h.transpose(-2, -1) * y.transpose(1, 2)).mean())
+
+
+def loss_dynamic(p, x):
+    """The causal head on x_dynamic, whose T shaped takes from the file, then a LayerNorm."""
+    out = F.layer_norm(causal_head(p, x) + x, (DERIVATION_C,), p["ln.weight"], p["ln.bias"], 1e-5)
+    return torch.square(out).mean() + out.var(1).mean()
+
+
+DERIVATION_LOSSES = {
+    "broadcast_unary": (loss_broadcast_unary, ("x", "y")),
+    "activations": (loss_activations, ("x", "y")),
+    "matmul": (loss_matmul, ("x", "y")),
+    "attention": (loss_attention, ("x", "y")),
+    "reductions": (loss_reductions, ("x", "y")),
+    "layer_norm": (loss_layer_norm, ("x", "y")),
+    "rms_norm": (loss_rms_norm, ("x", "y")),
+    "mlp": (loss_mlp, ("x", "y")),
+    "permute": (loss_permute, ("x", "y")),
+    "dynamic": (loss_dynamic, ("x_dynamic",)),
+}
+
+
+def compute_derivation():
+    """derivation/: the parameters and inputs, and for each loss of DERIVATION_LOSSES its value
+    and every parameter's gradient by autograd (zeros for those it does not read), in float64 on
+    one torch thread. Each gradient is checked against central differences at its largest
+    element, and every loss must reach some parameter."""
+    parameters, inputs = derivation_draws()
+    files = {"parameters.safetensors": (parameters, {"format": "pt"})}
+    files.update({f"{name}.npy": t.numpy() for name, t in inputs.items()})
+    summary = {}
+    for case, (loss_of, input_names) in DERIVATION_LOSSES.items():
+        args = [inputs[name] for name in input_names]
+
+        def backward():
+            leaves = {name: t.clone().requires_grad_() for name, t in parameters.items()}
+            with torch.enable_grad():
+                loss = loss_of(leaves, *args)
+                loss.backward()
+            return loss.detach(), {name: (t.grad if t.grad is not None else torch.zeros_like(t))
+                                   for name, t in leaves.items()}
+
+        loss, gradients = single_threaded(backward)
+        again, gradients_again = single_threaded(backward)
+        assert loss.item() == again.item() and all(torch.equal(gradients[n], gradients_again[n]) for n in gradients)
+        largest = max(g.abs().max().item() for g in gradients.values())
+        assert largest > 1e-2, (case, largest)
+        h, fd_difference = 1e-6, 0.0
+        for name, g in gradients.items():
+            at = int(g.abs().argmax())
+            moved = []
+            for sign in (1, -1):
+                shifted = {n: t.clone() for n, t in parameters.items()}
+                shifted[name].view(-1)[at] += sign * h
+                moved.append(loss_of(shifted, *args).item())
+            fd_difference = max(fd_difference, abs((moved[0] - moved[1]) / (2 * h) - g.view(-1)[at].item()))
+        assert fd_difference <= 1e-7, (case, fd_difference)
+        tensors = dict(gradients)
+        tensors["loss"] = loss
+        files[f"{case}.safetensors"] = (tensors, {"format": "pt"})
+        summary[case] = (loss.item(), largest, fd_difference)
+    return {"derivation": files}, {f"{case}: loss, largest |gradient|, vs central differences":
+                                   value for case, value in summary.items()}
+
+
 def write_folder(folder, files):
     """Writes one fixture folder: .npy files from numpy arrays, .safetensors files from
     (tensors, metadata)."""
@@ -1006,6 +1193,12 @@ def main():
                 write_folder(folder, files)
         for key, value in summary.items():
             print(f"  training {model}: {key}: {value}")
+    if wanted("derivation"):
+        folders, summary = compute_derivation()
+        for folder, files in folders.items():
+            write_folder(folder, files)
+        for key, value in summary.items():
+            print(f"  derivation {key}: {value}")
     if args.only is not None:
         return
     torch.set_printoptions(precision=4)
