@@ -5,6 +5,7 @@
 #include <shaped/expr/attention.hpp>
 #include <shaped/expr/elementwise.hpp>
 #include <shaped/expr/expression.hpp>
+#include <shaped/expr/gather.hpp>
 #include <shaped/expr/matmul.hpp>
 #include <shaped/expr/reduce.hpp>
 #include <shaped/expr/structure.hpp>

@@ -73,8 +73,10 @@ auto concat_along(const First& first, const Rest&... rest) {
     std::size_t offset = 0;
     auto place = [&](const auto& part) {
         const std::size_t n = part.extents()[Axis];
-        auto window = slice<dim_at<Axis, dims_of<Result>>>(result, offset, offset + n);
-        kernels::assign(window, part);
+        // Through the View's assignment, as any write: a part being differentiated is then the
+        // derivation's compile error (train/derivatives.hpp), never a silent copy of its value.
+        const auto window = slice<dim_at<Axis, dims_of<Result>>>(result, offset, offset + n);
+        window = part;
         offset += n;
     };
     place(first);

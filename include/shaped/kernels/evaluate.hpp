@@ -38,6 +38,8 @@ template <class Target, class Op, std::size_t Axis, class E>
 void reduce_into(Target& target, const reduce_node<Op, Axis, E>& r);
 template <class Target, class E, bool Upper>
 void triangle_into(Target& target, const triangle_node<E, Upper>& t);
+template <class Target, class Table, class Ids>
+void gather_into(Target& target, const gather_node<Table, Ids>& g);
 }  // namespace detail
 
 template <class Target, class Source>
@@ -82,6 +84,8 @@ void assign_apart(Target& target, const Source& source) {
         return detail::reduce_into(target, source);
     } else if constexpr (detail::is_triangle<Source>) {
         return detail::triangle_into(target, source);
+    } else if constexpr (detail::is_gather<Source>) {
+        return detail::gather_into(target, source);
     }
     if constexpr (Viewable<Source> && std::is_same_v<value_type_of<Source>, T>) {
         return detail::copy_into(target, source);
@@ -328,6 +332,44 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
                     target.data()[base + static_cast<std::ptrdiff_t>(i) * strides[r - 2] +
                                   static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = value_type_of<Target>{};
             }
+    }
+}
+
+// Each id checked, then its row copied: target (..., C) from table (V, C). A target that shares
+// memory with the table is filled aside first.
+template <class Target, class Table, class Ids>
+void gather_into(Target& target, const gather_node<Table, Ids>& g) {
+    using T = value_type_of<Target>;
+    using Id = value_type_of<Ids>;
+    using V = dim_at<0, dims_of<Table>>;
+    const auto table_op = as_strided<T>(g.table());
+    const auto& table = table_op.elements;
+    const alias_probe<Target> probe{target, footprint_of(elements_of(target))};
+    if (footprint_of(table).meets(probe.span)) {
+        auto aside = tensor_for<T, dims_of<Target>>(typename tensor_for<T, dims_of<Target>>::shape_type(target.extents()));
+        gather_into(aside, g);
+        return copy_into(target, aside);
+    }
+    const auto ids = tensor_for<Id, dims_of<Ids>>(g.ids());
+    const std::size_t rows = table.extents[0], width = table.extents[1];
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const Id id = ids.data()[i];
+        if (std::cmp_less(id, 0) || std::cmp_greater_equal(id, rows))
+            throw shape_error(shaped::detail::message(
+                {g.who(), ": id ",
+                 std::is_signed_v<Id> ? shaped::detail::message_part(static_cast<long long>(id))
+                                      : shaped::detail::message_part(static_cast<unsigned long long>(id)),
+                 " (element ", i, " of the ids) is outside the table's ",
+                 shaped::detail::message_part::dim_extent{V::name.view(), rows}, " rows"}));
+    }
+    constexpr std::size_t r = rank_of<Target>;
+    const auto extents = target.extents();
+    const auto strides = target.strides();
+    std::size_t i = 0;
+    for (batch_iterator<r - 1> row(extents); row; ++row, ++i) {
+        T* out = target.data() + row.offset(strides);
+        const T* in = table.data + static_cast<std::ptrdiff_t>(ids.data()[i]) * table.strides[0];
+        for (std::size_t c = 0; c < width; ++c) out[static_cast<std::ptrdiff_t>(c) * strides[r - 1]] = in[static_cast<std::ptrdiff_t>(c) * table.strides[1]];
     }
 }
 

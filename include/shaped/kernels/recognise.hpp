@@ -29,6 +29,11 @@ template <class Op, std::size_t Axis, class E>
 inline constexpr bool is_reduce<reduce_node<Op, Axis, E>> = true;
 
 template <class T>
+inline constexpr bool is_gather = false;
+template <class Table, class Ids>
+inline constexpr bool is_gather<gather_node<Table, Ids>> = true;
+
+template <class T>
 inline constexpr bool is_triangle = false;
 template <class E, bool Upper>
 inline constexpr bool is_triangle<triangle_node<E, Upper>> = true;

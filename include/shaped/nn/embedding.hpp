@@ -2,8 +2,9 @@
 // nn::Embedding<V, C, T>: torch.nn.Embedding(V, C), a table of V rows of C values; weight is
 // (V, C), as PyTorch stores it, initialised N(0, 1) as PyTorch does.
 //
-//   table(ids)       ids (..., ) integers -> (..., C): row ids[i] of the table for each id. An
-//                    id outside [0, V) is a shape_error naming it, its place and V.
+//   table(ids)       ids (...) integers -> (..., C), lazy: row ids[i] of the table for each id
+//                    (shaped::gather). An id outside [0, V) is a shape_error naming it, its
+//                    place and V, when the rows are read.
 //   table.row(id)    row id itself, read in place, checked the same way.
 
 #include <shaped/nn/module.hpp>
@@ -29,19 +30,11 @@ public:
     Embedding() = default;
     explicit Embedding(Generator& gen) { gen.fill_normal(weight.elements()); }
 
-    // The rows of ids, evaluated: (..., C).
+    // The rows of ids: (..., C).
     template <Expression Ids>
         requires std::integral<value_type_of<Ids>>
-    auto operator()(const Ids& ids) const {
-        using Out = tensor_for<T, concat_dims<dims_of<Ids>, dims<C>>>;
-        const auto stored = eval(ids);
-        std::array<std::size_t, rank_of<Ids> + 1> extents{};
-        std::copy_n(stored.extents().begin(), rank_of<Ids>, extents.begin());
-        extents.back() = C::extent;
-        Out out{typename Out::shape_type(extents)};
-        for (std::size_t i = 0; i < stored.size(); ++i)
-            std::copy_n(row(stored.data()[i], i), C::extent, out.data() + i * C::extent);
-        return out;
+    auto operator()(Ids&& ids) const {
+        return gather(weight, std::forward<Ids>(ids), "shaped::nn::Embedding");
     }
 
     // Row id's C values, contiguous; `at` is the id's place among the ids, for the message.

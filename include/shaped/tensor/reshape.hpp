@@ -124,8 +124,8 @@ auto split(E&& x, Dynamic... extents) {
         for (std::size_t i = 0; i < List::rank; ++i) strides[i < axis ? i : i + 1] = old_strides[i];
         strides[axis] = old_strides[axis] * static_cast<std::ptrdiff_t>(inner);
         strides[axis + 1] = old_strides[axis];
-        return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
-                                                                                     strides);
+        return detail::rebased(
+            x, view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents, strides));
     } else {
         return detail::reshape_evaluated<NewDims>(x, new_extents);
     }
@@ -173,8 +173,8 @@ auto merge(E&& x) {
         for (std::size_t i = 0; i < List::rank; ++i)
             if (i != axis + 1) strides[i <= axis ? i : i - 1] = old_strides[i];
         strides[axis] = merged;
-        return view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents,
-                                                                                     strides);
+        return detail::rebased(
+            x, view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents, strides));
     } else {
         return detail::reshape_evaluated<NewDims>(x, new_extents);
     }

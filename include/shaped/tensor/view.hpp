@@ -167,6 +167,15 @@ namespace detail {
 template <class S>
 using view_element_t = std::remove_pointer_t<decltype(std::declval<S&>().data())>;
 
+// A View taken of a stored expression x (a slice, a select, a split, view_of): the View itself,
+// or what x makes of it where x is more than its elements (a value being differentiated keeps
+// its place on the tape in its views: train/traced.hpp).
+template <class S, class V>
+auto rebased(const S& x, V view) {
+    if constexpr (requires { x.rebased(view); }) return x.rebased(view);
+    else return view;
+}
+
 }  // namespace detail
 
 // slice<D>(t, begin, end): elements begin..end-1 along dim D (by name, or by position), as a
@@ -183,7 +192,7 @@ auto slice(S& s, std::size_t begin, std::size_t end) {
                                            detail::message_part::dim_extent{D::name.view(), extents[axis]}}));
     extents[axis] = end - begin;
     using result = view_for<detail::view_element_t<S>, replace_at<axis, dynamic_of<dim_at<axis, List>>, List>>;
-    return result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides);
+    return detail::rebased(s, result(s.data() + static_cast<std::ptrdiff_t>(begin) * strides[axis], extents, strides));
 }
 template <Dim D, Strided S>
     requires(!detail::names_one<D, dims_of<S>>)
@@ -203,7 +212,7 @@ auto slice(S& s) {
     if constexpr (Old::is_static) static_assert(End <= Old::extent, "shaped::slice: the range does not fit the dim");
     auto window = slice<D>(s, Begin, End);
     using result = view_for<detail::view_element_t<S>, replace_at<axis, dim<Old::name, End - Begin>, List>>;
-    return result(window.data(), window.extents(), window.strides());
+    return detail::rebased(s, result(window.data(), window.extents(), window.strides()));
 }
 template <Dim D, std::size_t Begin, std::size_t End, Strided S>
     requires(!detail::names_one<D, dims_of<S>>)
@@ -231,7 +240,7 @@ auto select(S& s, std::size_t index) {
             st[j++] = strides[i];
         }
     using result = view_for<detail::view_element_t<S>, drop_at<axis, List>>;
-    return result(s.data() + static_cast<std::ptrdiff_t>(index) * strides[axis], e, st);
+    return detail::rebased(s, result(s.data() + static_cast<std::ptrdiff_t>(index) * strides[axis], e, st));
 }
 template <Dim D, Strided S>
     requires(!detail::names_one<D, dims_of<S>>)

@@ -43,7 +43,7 @@ auto view_of(E&& e) {
     using node = std::remove_cvref_t<E>;
     if constexpr (Strided<node>) {
         using element = std::remove_pointer_t<decltype(e.data())>;
-        return detail::stored_layout::view<view_for<element, dims_of<node>>>(e.data(), e.extents(), e.strides());
+        return detail::rebased(e, detail::stored_layout::view<view_for<element, dims_of<node>>>(e.data(), e.extents(), e.strides()));
     } else {
         const auto inner = view_of(e.operand());
         using element = std::remove_pointer_t<decltype(inner.data())>;
@@ -54,9 +54,10 @@ auto view_of(E&& e) {
                 extents[i] = inner.extents()[node::permutation[i]];
                 strides[i] = inner.strides()[node::permutation[i]];
             }
-            return detail::stored_layout::view<view_for<element, dims_of<node>>>(inner.data(), extents, strides);
+            return detail::rebased(inner, detail::stored_layout::view<view_for<element, dims_of<node>>>(inner.data(), extents, strides));
         } else {
-            return detail::stored_layout::view<view_for<element, dims_of<node>>>(inner.data(), inner.extents(), inner.strides());
+            return detail::rebased(
+                inner, detail::stored_layout::view<view_for<element, dims_of<node>>>(inner.data(), inner.extents(), inner.strides()));
         }
     }
 }
