@@ -96,8 +96,7 @@ private:
     // (..., C) -> (..., V)
     template <class X>
     auto logits(const X& x) const {
-        using Out = tensor_for<T, replace_at<rank_of<X> - 1, vocab_dim, dims_of<X>>>;
-        return Out(matmul(transformer.ln_f(x), transformer.wte.weight.mT()));
+        return eval(matmul(transformer.ln_f(x), transformer.wte.weight.mT()));
     }
 };
 
@@ -149,20 +148,29 @@ auto GPT<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>&
     using Time = dim_at<1, dims_of<Ids>>;
     constexpr std::size_t channels = Config::n_embd;
     const std::size_t n = ids.extents()[1];
-    Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
-    for (std::size_t b = 0; b < Batch; ++b)
-        for (std::size_t t = 0; t < n; ++t) {
-            T* out = x.data() + (b * n + t) * channels;
-            // The ids at padding positions may be anything: they are not read.
-            if (t >= counts[b]) {
-                std::fill_n(out, channels, T(0));
-                continue;
+    if constexpr (!Ids::owns_storage) {
+        // Ids being differentiated (train/traced.hpp), in the full forward: the same sum as an
+        // expression, recorded, whose derivative adds into both tables' rows.
+        (void)counts;
+        const auto positions =
+            rename<context_dim, Time>(slice<context_dim>(transformer.wpe.weight, starts[0], starts[0] + n));
+        return eval(transformer.wte(ids) + positions);
+    } else {
+        Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
+        for (std::size_t b = 0; b < Batch; ++b)
+            for (std::size_t t = 0; t < n; ++t) {
+                T* out = x.data() + (b * n + t) * channels;
+                // The ids at padding positions may be anything: they are not read.
+                if (t >= counts[b]) {
+                    std::fill_n(out, channels, T(0));
+                    continue;
+                }
+                const T* token = transformer.wte.row(ids(b, t), b * n + t);
+                const T* position = transformer.wpe.row(starts[b] + t);
+                for (std::size_t c = 0; c < channels; ++c) out[c] = token[c] + position[c];
             }
-            const T* token = transformer.wte.row(ids(b, t), b * n + t);
-            const T* position = transformer.wpe.row(starts[b] + t);
-            for (std::size_t c = 0; c < channels; ++c) out[c] = token[c] + position[c];
-        }
-    return x;
+        return x;
+    }
 }
 
 template <Expression Logits, Expression Targets>

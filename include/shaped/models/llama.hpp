@@ -107,9 +107,8 @@ private:
     // (..., C) -> (..., V)
     template <class X>
     auto logits(const X& x) const {
-        using Out = tensor_for<T, replace_at<rank_of<X> - 1, vocab_dim, dims_of<X>>>;
-        if constexpr (Config::tied_classifier) return Out(matmul(norm(x), tok_embeddings.weight.mT()));
-        else return Out(output(norm(x)));
+        if constexpr (Config::tied_classifier) return eval(matmul(norm(x), tok_embeddings.weight.mT()));
+        else return eval(output(norm(x)));
     }
 };
 
@@ -149,15 +148,22 @@ auto Llama<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch
     using Time = dim_at<1, dims_of<Ids>>;
     constexpr std::size_t channels = Config::dim;
     const std::size_t n = ids.extents()[1];
-    Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
-    for (std::size_t b = 0; b < Batch; ++b)
-        for (std::size_t t = 0; t < n; ++t) {
-            T* out = x.data() + (b * n + t) * channels;
-            // The ids at padding positions may be anything: they are not read.
-            if (t >= counts[b]) std::fill_n(out, channels, T(0));
-            else std::copy_n(tok_embeddings.row(ids(b, t), b * n + t), channels, out);
-        }
-    return x;
+    if constexpr (!Ids::owns_storage) {
+        // Ids being differentiated (train/traced.hpp), in the full forward: the rows as an
+        // expression, recorded, whose derivative adds into the table's rows.
+        (void)counts;
+        return eval(tok_embeddings(ids));
+    } else {
+        Tensor<T, B, Time, channel_dim> x{Shape<B, Time, channel_dim>({Batch, n, channels})};
+        for (std::size_t b = 0; b < Batch; ++b)
+            for (std::size_t t = 0; t < n; ++t) {
+                T* out = x.data() + (b * n + t) * channels;
+                // The ids at padding positions may be anything: they are not read.
+                if (t >= counts[b]) std::fill_n(out, channels, T(0));
+                else std::copy_n(tok_embeddings.row(ids(b, t), b * n + t), channels, out);
+            }
+        return x;
+    }
 }
 
 }  // namespace shaped::models

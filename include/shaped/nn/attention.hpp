@@ -134,13 +134,12 @@ public:
     // projection. The result is the head's output (B, T, H).
     using merged_dim = H;
     template <class X>
-    struct projections {
-        tensor_for<T, replace_at<2, H, dims_of<X>>> queries, keys, values;
-    };
-    template <class X>
-    projections<X> project(const X& x) const { return {query(x), key(x), value(x)}; }
-    template <class X>
-    static auto heads(projections<X>& p) { return std::tuple{view_of(p.queries), view_of(p.keys), view_of(p.values)}; }
+    auto project(const X& x) const { return std::tuple{eval(query(x)), eval(key(x)), eval(value(x))}; }
+    template <class P>
+    static auto heads(P& p) {
+        auto& [queries, keys, values] = p;
+        return std::tuple{view_of(queries), view_of(keys), view_of(values)};
+    }
     no_position_encoding encode_positions;
     template <class M>
     static auto heads_of(M& merged) { return view_of(merged); }
@@ -220,7 +219,7 @@ public:
     // way into (B, T, C), side by side, which c_proj reads as it lies.
     using merged_dim = C;
     template <class X>
-    auto project(const X& x) const { return tensor_for<T, replace_at<2, fused_dim, dims_of<X>>>(c_attn(x)); }
+    auto project(const X& x) const { return eval(c_attn(x)); }
     template <class QKV>
     static auto heads(QKV& qkv) {
         auto parts = split<fused_dim, part_dim, C>(qkv);
@@ -232,7 +231,7 @@ public:
     template <class M>
     static auto heads_of(M& merged) { return view_of(transpose<1, 2>(split<C, NH, HS>(merged))); }
     template <class M>
-    auto project_out(const M& merged) const { return M(c_proj(merged)); }
+    auto project_out(const M& merged) const { return eval(c_proj(merged)); }
 };
 
 // ---- implementation ------------------------------------------------------------------------

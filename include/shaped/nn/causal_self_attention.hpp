@@ -15,9 +15,13 @@
 //   value_type, head_size_dim, merged_dim     its element type, HS, and the merged heads' dim
 //   heads_dim, kv_heads_dim, group_dim         grouped-query layers only: NH query heads in
 //                                              groups of G over NKV key/value heads
-//   project(x)                                 step 1's storage: whatever owns q, k and v
+//   project(x)                                 step 1's storage: whatever owns q, k and v,
+//                                              held with eval(...) (so that a differentiated x
+//                                              gives values on the tape, train/traced.hpp)
 //   heads(projected)                           q, k, v as writable views (B, [NH,] T, HS)
 //   encode_positions(q, k, starts)             step 2; starts[b] is row b's first position
+//                                              (differentiated: none, or a rotary_encoding
+//                                              as position(), whose backward turns back)
 //   heads_of(merged)                           the merged (B, T, M) tensor as (B, [NH,] T, HS)
 //   project_out(merged)                        step 5
 //   window_type                                optional: shaped::window<W>, a sliding window
@@ -186,10 +190,21 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
     using M = typename Layer::merged_dim;
     auto projected = layer.project(x);
     const auto [q, k, v] = Layer::heads(projected);
-    layer.encode_positions(q, k, starts);
-    Tensor<typename Layer::value_type, B, T, M> merged{Shape<B, T, M>({x.extents()[0], x.extents()[1], M::extent})};
-    attend(Layer::heads_of(merged), q, k, v);
-    return layer.project_out(std::move(merged));
+    if constexpr (!std::remove_cvref_t<decltype(eval(x))>::owns_storage) {
+        // x is being differentiated (it evaluates to a value on a tape, train/traced.hpp): the
+        // positions' encoding and the heads' attention are recorded operations, the second's
+        // value the merged heads, found by argument-dependent lookup (train/attention.hpp). Only
+        // the full forward is differentiated.
+        using Value = typename Layer::value_type;
+        const auto [encoded_q, encoded_k] = encoded_positions(layer, q, k, starts);
+        return layer.project_out(
+            attended_heads<Layer>(encoded_q, encoded_k, v, attention_scale<typename Layer::head_size_dim, Value>, x));
+    } else {
+        layer.encode_positions(q, k, starts);
+        Tensor<typename Layer::value_type, B, T, M> merged{Shape<B, T, M>({x.extents()[0], x.extents()[1], M::extent})};
+        attend(Layer::heads_of(merged), q, k, v);
+        return layer.project_out(std::move(merged));
+    }
 }
 
 template <class Layer, class Out, class Q, class Cache>

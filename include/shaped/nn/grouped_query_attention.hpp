@@ -133,16 +133,12 @@ public:
     // (B, T, NH x HS), which wo reads as it lies.
     using merged_dim = queries_dim;
     template <class X>
-    struct projections {
-        tensor_for<T, replace_at<2, queries_dim, dims_of<X>>> queries;
-        tensor_for<T, replace_at<2, kv_dim, dims_of<X>>> keys, values;
-    };
-    template <class X>
-    projections<X> project(const X& x) const { return {wq(x), wk(x), wv(x)}; }
-    template <class X>
-    static auto heads(projections<X>& p) {
-        return std::tuple{heads_of(p.queries), view_of(transpose<1, 2>(split<kv_dim, NKV, HS>(p.keys))),
-                          view_of(transpose<1, 2>(split<kv_dim, NKV, HS>(p.values)))};
+    auto project(const X& x) const { return std::tuple{eval(wq(x)), eval(wk(x)), eval(wv(x))}; }
+    template <class P>
+    static auto heads(P& p) {
+        auto& [queries, keys, values] = p;
+        return std::tuple{heads_of(queries), view_of(transpose<1, 2>(split<kv_dim, NKV, HS>(keys))),
+                          view_of(transpose<1, 2>(split<kv_dim, NKV, HS>(values)))};
     }
     template <class Q, class K>
     void encode_positions(const Q& q, const K& k, std::span<const std::size_t> starts) const {
@@ -152,7 +148,7 @@ public:
     static auto heads_of(M& merged) { return view_of(transpose<1, 2>(split<queries_dim, NH, HS>(merged))); }
     template <class M>
     auto project_out(const M& merged) const {
-        return tensor_for<T, replace_at<2, C, dims_of<M>>>(wo(merged));
+        return eval(wo(merged));
     }
 
 private:

@@ -56,7 +56,7 @@ public:
         requires detail::last_dim_fits<C, X>
     auto operator()(const X& x) const {
         auto h = hidden(x);
-        return tensor_for<T, replace_at<rank_of<X> - 1, C, dims_of<X>>>(c_proj(h));
+        return eval(c_proj(h));
     }
     template <Expression X>
         requires(!detail::last_dim_fits<C, X>)
@@ -79,7 +79,7 @@ private:
     // activation(c_fc(x)), (..., Hidden).
     template <class X>
     auto hidden(const X& x) const {
-        tensor_for<T, replace_at<rank_of<X> - 1, Hidden, dims_of<X>>> h = c_fc(x);
+        auto h = eval(c_fc(x));
         h = Activation{}(h);
         return h;
     }

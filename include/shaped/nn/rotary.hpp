@@ -63,6 +63,15 @@ struct rotary_encoding {
     void backward(const Q& dq, const K& dk, std::span<const std::size_t> starts) const {
         turn(dq, dk, starts, true);
     }
+    // The same, of one operand (B, heads, T, HS): rotated, or its gradient turned back.
+    template <class X>
+    void rotate(const X& x, std::span<const std::size_t> starts) const {
+        turn(x, x, starts, false, false);
+    }
+    template <class X>
+    void rotate_backward(const X& dx, std::span<const std::size_t> starts) const {
+        turn(dx, dx, starts, true, false);
+    }
 
     // cos and sin of every pair's angle at position pos, in float as run.c computes them (double
     // for a double model).
@@ -78,8 +87,9 @@ struct rotary_encoding {
     }
 
 private:
+    // Turns q and k; with both false, q alone (k is not read).
     template <class Q, class K>
-    void turn(const Q& q, const K& k, std::span<const std::size_t> starts, bool back) const {
+    void turn(const Q& q, const K& k, std::span<const std::size_t> starts, bool back, bool both = true) const {
         using T = value_type_of<Q>;
         const std::size_t batch = q.extents()[0], positions = q.extents()[2];
         // On the stack: the rotation runs in every attention call of a decoding step.
@@ -89,14 +99,14 @@ private:
                 angles(starts[b] + t, std::span<T>(cos), std::span<T>(sin));
                 if (back)
                     for (T& s : sin) s = -s;
-                rotate(q, b, t, cos, sin);
-                rotate(k, b, t, cos, sin);
+                rotate_at(q, b, t, cos, sin);
+                if (both) rotate_at(k, b, t, cos, sin);
             }
     }
 
     // Every head of x at (b, t), through x's strides.
     template <class X, class T>
-    static void rotate(const X& x, std::size_t b, std::size_t t, const std::array<T, R / 2>& cos,
+    static void rotate_at(const X& x, std::size_t b, std::size_t t, const std::array<T, R / 2>& cos,
                        const std::array<T, R / 2>& sin) {
         const auto strides = x.strides();
         const std::size_t heads = x.extents()[1];

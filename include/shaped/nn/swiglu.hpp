@@ -30,7 +30,7 @@ public:
     template <Expression X>
         requires detail::last_dim_fits<C, X>
     auto operator()(const X& x) const {
-        return tensor_for<T, replace_at<rank_of<X> - 1, C, dims_of<X>>>(w2(gated(x)));
+        return eval(w2(gated(x)));
     }
     template <Expression X>
         requires(!detail::last_dim_fits<C, X>)
@@ -58,9 +58,8 @@ private:
     // silu(w1(x)) * w3(x), (..., Hidden).
     template <class X>
     auto gated(const X& x) const {
-        using H = tensor_for<T, replace_at<rank_of<X> - 1, Hidden, dims_of<X>>>;
-        H gate = w1(x);
-        const H up = w3(x);
+        auto gate = eval(w1(x));
+        const auto up = eval(w3(x));
         gate = silu(gate) * up;
         return gate;
     }
