@@ -13,6 +13,10 @@ struct gradients_of_module : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::train: " SHAPED_RULE_GRADIENTS_OF_MODULE);
 };
 
+// What a loss given to train::value_and_grad returns: a 0-d traced value, asserted where the
+// loss is called (value_and_grad.hpp), with the returned type in the condition.
+#define SHAPED_RULE_LOSS_VALUE "the loss must be a 0-d value computed from its arguments"
+
 // A training batch's T positions fit the positions the model can see, its context P (the
 // position embedding's rows, the rotary angles' length): asserted on the trainer's T and P.
 #define SHAPED_RULE_BATCH_FITS_CONTEXT "a batch's positions T must be at most the model's context P"

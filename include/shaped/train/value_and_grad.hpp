@@ -16,6 +16,8 @@
 #include <shaped/train/derivatives.hpp>
 #include <shaped/train/gradients.hpp>
 
+#include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -30,37 +32,71 @@ decltype(auto) traced_argument(tape& t, A&& a) {
     if constexpr (Expression<N> && N::owns_storage && std::is_floating_point_v<value_type_of<N>>) return t.input(N(a));
     else return std::forward<A>(a);
 }
+
+template <class M, class G>
+void watch_parameters(tape& t, const M& model, const G& grads) {
+    for_each_gradient(model, grads, [&](std::string_view, const auto& parameter, auto& gradient) {
+        t.watch(parameter, gradient);
+    });
+}
+
+// What a loss returns: a 0-d traced value; or failed, after a check inside the loss failed (that
+// check's diagnostic is the one error: the loss's value adds none).
+template <class V>
+inline constexpr bool scalar_traced = false;
+template <class T>
+inline constexpr bool scalar_traced<traced<T>> = true;
+template <class V>
+inline constexpr bool loss_is_0d = Failed<V> || scalar_traced<V>;
+
+// Runs the tape back from the loss's value, whose gradient is 1; returns the value.
+template <class V>
+double backward_from(tape& t, const V& value) {
+    if constexpr (scalar_traced<V>) {
+        using T = value_type_of<V>;
+        Tensor<T> one;
+        one.fill(T(1));
+        add_gradient(value.record(), one);
+        t.backward();
+        return static_cast<double>(value.item());
+    } else {
+        return 0;
+    }
+}
 }  // namespace detail
 
-// Adds the gradients of loss(model, args...) into grads; returns the loss.
+// Adds the gradients of loss(model, args...) into grads; returns the loss. Each form calls the
+// loss in its own body and checks what it returns there, so that a check failing inside the loss
+// is reported under one frame of ours.
 template <class F, class M, class G, class... Args>
     requires detail::gradients_fit<M, G>
 double value_and_grad(F&& loss, const M& model, const G& grads, Args&&... args) {
     tape t;
-    for_each_gradient(model, grads, [&](std::string_view, const auto& parameter, auto& gradient) {
-        t.watch(parameter, gradient);
-    });
+    detail::watch_parameters(t, model, grads);
     const auto value = std::forward<F>(loss)(model, detail::traced_argument(t, std::forward<Args>(args))...);
-    using V = std::remove_cvref_t<decltype(value)>;
-    static_assert(is_traced<V> && V::rank == 0,
-                  "shaped::train::value_and_grad: the loss must be a 0-d value computed from its arguments");
-    using T = value_type_of<V>;
-    Tensor<T> one;
-    one.fill(T(1));
-    detail::add_gradient(value.record(), one);
-    t.backward();
-    return static_cast<double>(value.item());
+    static_assert(detail::loss_is_0d<std::remove_cvref_t<decltype(value)>>,
+                  "shaped::train::value_and_grad: " SHAPED_RULE_LOSS_VALUE);
+    return detail::backward_from(t, value);
 }
+// Gradients of another module: the check, at the caller's line. Defined, not only declared: gcc
+// makes a function used but never defined an error where its type names a local type (a lambda).
 template <class F, class M, class G, class... Args>
     requires(!detail::gradients_fit<M, G> && !std::is_void_v<detail::gradients_module_t<G>>)
-detail::gradients_misfit<M, G> value_and_grad(F&&, const M&, const G&, Args&&...);
+detail::gradients_misfit<M, G> value_and_grad(F&&, const M&, const G&, Args&&...) {
+    return {};
+}
 
 // The loss and fresh gradients.
 template <class F, class M, class... Args>
     requires std::is_void_v<detail::gradients_module_t<std::tuple_element_t<0, std::tuple<Args..., void>>>>
-auto value_and_grad(F&& loss, const M& model, Args&&... args) {
+std::pair<double, gradients<M>> value_and_grad(F&& loss, const M& model, Args&&... args) {
     std::pair<double, gradients<M>> result;
-    result.first = value_and_grad(std::forward<F>(loss), model, result.second, std::forward<Args>(args)...);
+    tape t;
+    detail::watch_parameters(t, model, result.second);
+    const auto value = std::forward<F>(loss)(model, detail::traced_argument(t, std::forward<Args>(args))...);
+    static_assert(detail::loss_is_0d<std::remove_cvref_t<decltype(value)>>,
+                  "shaped::train::value_and_grad: " SHAPED_RULE_LOSS_VALUE);
+    result.first = detail::backward_from(t, value);
     return result;
 }
 
