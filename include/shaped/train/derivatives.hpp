@@ -11,12 +11,15 @@
 // of its gradient over the dims it was broadcast along.
 
 #include <shaped/kernels.hpp>
+#include <shaped/kernels/blas.hpp>
 #include <shaped/kernels/rows_backward.hpp>
 #include <shaped/train/traced.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -60,6 +63,45 @@ private:
     std::shared_ptr<recorded_value<T, Ds...>> record_;
 };
 
+// A View a record read: of a traced value (its gradient adds into that value's, at the view's
+// places), of a model's parameter (into the parameter's gradient, likewise), or of anything
+// else (its elements copied, as a tensor's are, with no gradient).
+template <class T, Dim... Ds>
+class saved_view : public reads_view<T, Ds...> {
+public:
+    saved_view(View<const T, Ds...> view, std::shared_ptr<const void> kept, std::shared_ptr<recorded_elements<T>> record,
+               std::ptrdiff_t offset, T* parameter_gradient)
+        : reads_view<T, Ds...>(view), kept_(std::move(kept)), record_(std::move(record)), offset_(offset),
+          parameter_gradient_(parameter_gradient) {}
+
+    bool wants_gradient() const { return record_ || parameter_gradient_; }
+    // The gradient's elements at the view's places (the viewed value's gradient is laid out as
+    // the value is), or none.
+    std::optional<View<T, Ds...>> gradient() const {
+        if (record_) return View<T, Ds...>(record_->gradient_data() + offset_, this->extents(), this->strides());
+        if (parameter_gradient_) return View<T, Ds...>(parameter_gradient_, this->extents(), this->strides());
+        return std::nullopt;
+    }
+
+private:
+    std::shared_ptr<const void> kept_;
+    std::shared_ptr<recorded_elements<T>> record_;
+    std::ptrdiff_t offset_;
+    T* parameter_gradient_;
+};
+
+template <class E>
+inline constexpr bool is_saved_view = false;
+template <class T, Dim... Ds>
+inline constexpr bool is_saved_view<saved_view<T, Ds...>> = true;
+
+template <class T, class List>
+struct saved_view_for_impl;
+template <class T, Dim... Ds>
+struct saved_view_for_impl<T, dims<Ds...>> {
+    using type = saved_view<T, Ds...>;
+};
+
 template <class E>
 inline constexpr bool is_saved_traced = false;
 template <class T, Dim... Ds>
@@ -91,7 +133,7 @@ using traced_for = typename traced_for_impl<T, List>::type;
 template <class E>
 consteval bool reads_traced() {
     using N = std::remove_cvref_t<E>;
-    if constexpr (is_traced<N>) {
+    if constexpr (is_traced<N> || is_traced_view<N>) {
         return true;
     } else if constexpr (requires(const N& n) { n.operands(); }) {
         return []<class... Es>(std::type_identity<std::tuple<Es...>>) {
@@ -104,6 +146,12 @@ consteval bool reads_traced() {
         if constexpr (requires(const N& n) { n.rhs(); }) reads = reads || reads_traced<decltype(std::declval<const N&>().rhs())>();
         if constexpr (requires(const N& n) { n.weight(); }) reads = reads || reads_traced<decltype(std::declval<const N&>().weight())>();
         if constexpr (requires(const N& n) { n.bias(); }) reads = reads || reads_traced<decltype(std::declval<const N&>().bias())>();
+        if constexpr (requires(const N& n) { n.table(); }) reads = reads || reads_traced<decltype(std::declval<const N&>().table())>();
+        if constexpr (requires(const N& n) { n.ids(); }) reads = reads || reads_traced<decltype(std::declval<const N&>().ids())>();
+        if constexpr (requires(const N& n) { n.query(); })
+            reads = reads || reads_traced<decltype(std::declval<const N&>().query())>() ||
+                    reads_traced<decltype(std::declval<const N&>().key())>() ||
+                    reads_traced<decltype(std::declval<const N&>().value())>();
         return reads;
     }
 }
@@ -158,17 +206,26 @@ auto saved_node(const layer_norm_node<E, W, Bi, Centered>& e, const tape* t) {
     return layer_norm_node<decltype(saved(e.operand(), t)), decltype(saved(e.weight(), t)), decltype(bias), Centered>(
         saved(e.operand(), t), saved(e.weight(), t), std::move(bias), e.eps());
 }
+template <class Table, class Ids>
+auto saved_node(const gather_node<Table, Ids>& e, const tape* t) {
+    return gather_node<decltype(saved(e.table(), t)), decltype(saved(e.ids(), t))>(saved(e.table(), t), saved(e.ids(), t),
+                                                                                  e.who());
+}
 template <class Node>
-auto saved_node(const Node&, const tape&) {
+auto saved_node(const Node&, const tape*) {
     return no_derivative<Node>{};
 }
 
 template <class E>
 auto saved(const E& e, const tape* t) {
-    if constexpr (is_scalar_node<E> || is_saved_leaf<E> || is_saved_traced<E>) {
+    if constexpr (is_scalar_node<E> || is_saved_leaf<E> || is_saved_traced<E> || is_saved_view<E>) {
         return e;
     } else if constexpr (is_traced<E>) {
         return [&]<class T, Dim... Ds>(const traced<T, Ds...>& v) { return saved_traced<T, Ds...>(v.handle()); }(e);
+    } else if constexpr (is_traced_view<E>) {
+        return [&]<class T, Dim... Ds>(const traced_view<T, Ds...>& v) {
+            return saved_view<T, Ds...>(v.view(), nullptr, v.base(), v.offset(), nullptr);
+        }(e);
     } else if constexpr (E::owns_storage) {  // a Tensor: a parameter, or a copy
         return [&]<class T, Dim... Ds>(const Tensor<T, Ds...>& tensor) {
             if (auto* gradient = t ? t->gradient_of(tensor) : nullptr) return saved_leaf<T, Ds...>(nullptr, &tensor, gradient);
@@ -176,8 +233,14 @@ auto saved(const E& e, const tape* t) {
             const auto* value = copy.get();
             return saved_leaf<T, Ds...>(std::move(copy), value, nullptr);
         }(e);
-    } else if constexpr (Strided<E>) {  // a View: its elements copied
-        return saved(tensor_for<std::remove_const_t<value_type_of<E>>, dims_of<E>>(e), t);
+    } else if constexpr (Strided<E>) {  // a View: of a parameter, or its elements copied
+        using T = std::remove_const_t<value_type_of<E>>;
+        using result = typename saved_view_for_impl<T, dims_of<E>>::type;
+        const view_for<const T, dims_of<E>> view(e.data(), e.extents(), e.strides());
+        if (T* gradient = t ? t->gradient_at(view.data()) : nullptr) return result(view, nullptr, nullptr, 0, gradient);
+        auto copy = std::make_shared<const tensor_for<T, dims_of<E>>>(e);
+        return result(view_for<const T, dims_of<E>>(copy->data(), copy->extents(), copy->strides()), copy, nullptr, 0,
+                      nullptr);
     } else {
         return saved_node(e, t);
     }
@@ -186,11 +249,13 @@ auto saved(const E& e, const tape* t) {
 // ---- gradients into leaves ------------------------------------------------------------------------
 
 // acc += g, where g's extents broadcast with acc's: dims g has and acc lacks, or where acc has
-// extent 1, are summed; dims acc has and g lacks, or where g has extent 1, are broadcast.
-template <class T, Dim... Ds, class G>
-void add_gradient(Tensor<T, Ds...>& acc, const G& g) {
+// extent 1, are summed; dims acc has and g lacks, or where g has extent 1, are broadcast. acc is
+// a Tensor or a writable View.
+template <class Acc, class G>
+void add_elements(const Acc& acc, const G& g) {
+    using T = value_type_of<Acc>;
     const auto gv = tensor_for<T, dims_of<G>>(g);
-    constexpr std::size_t ra = sizeof...(Ds), rg = rank_of<G>;
+    constexpr std::size_t ra = rank_of<Acc>, rg = rank_of<G>;
     constexpr std::size_t r = ra > rg ? ra : rg;
     std::array<std::size_t, r> extents{};
     std::array<std::ptrdiff_t, r> acc_strides{}, g_strides{};
@@ -207,33 +272,66 @@ void add_gradient(Tensor<T, Ds...>& acc, const G& g) {
         acc_strides[i] = a_extent == 1 ? 0 : as[i + ra - r];
         g_strides[i] = g_extent == 1 ? 0 : gs[i + rg - r];
     }
-    std::size_t count = 1;
-    for (const auto e : extents) count *= e;
-    std::array<std::size_t, r> index{};
-    std::ptrdiff_t a_at = 0, g_at = 0;
-    T* a = acc.data();
+    T* a = const_cast<T*>(acc.data());
     const T* gd = gv.data();
-    for (std::size_t n = 0; n < count; ++n) {
-        a[a_at] += gd[g_at];
-        for (std::size_t i = r; i-- > 0;) {
-            a_at += acc_strides[i];
-            g_at += g_strides[i];
-            if (++index[i] < extents[i]) break;
-            a_at -= acc_strides[i] * static_cast<std::ptrdiff_t>(extents[i]);
-            g_at -= g_strides[i] * static_cast<std::ptrdiff_t>(extents[i]);
-            index[i] = 0;
+    if constexpr (r == 0) {
+        *a += *gd;
+    } else {
+        // Row by row along the last dim: contiguous rows (the common case: a gradient of the same
+        // extents, or a bias's summed over rows) as plain loops the compiler vectorises.
+        const std::size_t n = extents[r - 1];
+        const std::ptrdiff_t as_last = acc_strides[r - 1], gs_last = g_strides[r - 1];
+        for (kernels::batch_iterator<r - 1> row(extents); row; ++row) {
+            T* out = a + row.offset(acc_strides);
+            const T* in = gd + row.offset(g_strides);
+            if (as_last == 1 && gs_last == 1)
+                for (std::size_t j = 0; j < n; ++j) out[j] += in[j];
+            else if (as_last == 0 && gs_last == 1)
+                for (std::size_t j = 0; j < n; ++j) *out += in[j];
+            else
+                for (std::size_t j = 0; j < n; ++j)
+                    out[static_cast<std::ptrdiff_t>(j) * as_last] += in[static_cast<std::ptrdiff_t>(j) * gs_last];
         }
     }
+}
+template <class T, Dim... Ds, class G>
+void add_gradient(Tensor<T, Ds...>& acc, const G& g) {
+    add_elements(acc, g);
+}
+template <class T, Dim... Ds, class G>
+void add_gradient(const View<T, Ds...>& acc, const G& g) {
+    add_elements(acc, g);
 }
 
 template <class T, Dim... Ds, class G>
 void add_gradient(recorded_value<T, Ds...>& record, const G& g) {
-    if (!record.has_gradient) {
-        record.gradient = Tensor<T, Ds...>(typename Tensor<T, Ds...>::shape_type(record.value.extents()));
-        record.gradient.fill(T(0));
-        record.has_gradient = true;
+    if constexpr (std::is_same_v<G, Tensor<T, Ds...>>) {
+        // The first gradient of a value, of its own extents: a copy, not zeros and a sum.
+        const auto extents = record.value.extents();
+        if (!record.gradient && std::equal(extents.begin(), extents.end(), g.extents().begin())) {
+            record.gradient.emplace(g);
+            return;
+        }
     }
-    add_gradient(record.gradient, g);
+    add_gradient(record.zeroed_gradient(), g);
+}
+
+// Where a saved leaf's gradient goes, as a writable View of the leaf's dims: a parameter's
+// gradient, a recorded value's (allocated now), a view's places in either; none for a constant.
+template <class Leaf>
+auto gradient_view(const Leaf& leaf) {
+    using T = value_type_of<Leaf>;
+    using result = std::optional<view_for<T, dims_of<Leaf>>>;
+    if constexpr (is_saved_view<Leaf>) {
+        return leaf.gradient();
+    } else if constexpr (is_saved_traced<Leaf>) {
+        auto& g = leaf.record().zeroed_gradient();
+        return result(std::in_place, g.data(), g.extents(), g.strides());
+    } else {
+        static_assert(is_saved_leaf<Leaf>);
+        auto* g = leaf.gradient();
+        return g ? result(std::in_place, g->data(), g->extents(), g->strides()) : result();
+    }
 }
 
 // g as a Tensor of e's own dims and extents (broadcast or summed to them).
@@ -249,8 +347,10 @@ auto fitted(const E& e, const G& g) {
 // Whether anything under e takes a gradient (at run time: a tensor may or may not be a parameter).
 template <class E>
 bool wants_gradient(const E& e) {
-    if constexpr (is_saved_traced<E>) return true;
+    if constexpr (is_saved_traced<E>) return std::is_floating_point_v<value_type_of<E>>;
     else if constexpr (is_saved_leaf<E>) return e.gradient() != nullptr;
+    else if constexpr (is_saved_view<E>) return e.wants_gradient();
+    else if constexpr (requires { e.table(); }) return wants_gradient(e.table());
     else if constexpr (is_scalar_node<E>) return false;
     else if constexpr (requires { e.operands(); })
         return std::apply([](const auto&... o) { return (wants_gradient(o) || ...); }, e.operands());
@@ -261,6 +361,39 @@ bool wants_gradient(const E& e) {
         return wants;
     }
     else return wants_gradient(e.operand());
+}
+
+template <class E>
+std::size_t element_count(const E& e) {
+    std::size_t count = 1;
+    for (const auto extent : e.extents()) count *= extent;
+    return count;
+}
+
+// A matrix held as the transpose of another (w.mT(), as a Linear reads its weight).
+template <class R>
+concept transposed_matrix = requires { R::permutation; } && rank_of<R> == 2 && R::permutation[0] == 1;
+
+// A leaf whose gradient is a row-major block of its own extents (a parameter's, a recorded
+// value's): where a product's gradient can be written by BLAS with beta = 1.
+template <class E>
+auto contiguous_gradient(const E& e) {
+    using T = value_type_of<E>;
+    if constexpr (is_saved_leaf<E> || is_saved_traced<E> || is_saved_view<E>) {
+        auto view = gradient_view(e);
+        return view && view->is_contiguous() ? view->data() : static_cast<T*>(nullptr);
+    } else {
+        return static_cast<T*>(nullptr);
+    }
+}
+
+// The elements of e, row-major: in place where e is stored so, else evaluated into `kept`.
+template <class E, class Kept>
+const value_type_of<E>* rows_of(const E& e, Kept& kept) {
+    if constexpr (Strided<E>)
+        if (e.is_contiguous()) return e.data();
+    kept.emplace(e);
+    return kept->data();
 }
 
 // A (…, reduced …) value seen with the dim at Axis put back, each element repeated along it.
@@ -291,8 +424,15 @@ template <std::size_t Axis, class E, bool Log, class G>
 void back_node(const softmax_node<Axis, E, Log>& e, const G& g);
 template <class E, class W, class Bi, bool Centered, class G>
 void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g);
+template <class Table, class Ids, class G>
+void back_node(const gather_node<Table, Ids>& e, const G& g);
 template <class Node, class G>
 void back_node(const Node&, const G&);
+
+template <class Op>
+inline constexpr bool is_cast = false;
+template <class To>
+inline constexpr bool is_cast<op::cast<To>> = true;
 
 // g * f'(a) for an activation f, elementwise, by the library's one definition of f' (the row
 // kernels' activation_backward), as a Tensor of a's dims.
@@ -302,11 +442,18 @@ auto activation_gradient(const A& a, const G& g) {
     constexpr auto kind = std::is_same_v<Op, op::gelu>        ? kernels::activation_kind::gelu
                           : std::is_same_v<Op, op::gelu_tanh> ? kernels::activation_kind::gelu_tanh
                                                               : kernels::activation_kind::silu;
-    const auto x = tensor_for<T, dims_of<A>>(a);
-    const auto dy = fitted(a, g);
-    auto dx = tensor_for<T, dims_of<A>>(typename tensor_for<T, dims_of<A>>::shape_type(x.extents()));
+    std::optional<tensor_for<T, dims_of<A>>> kept_x, kept_dy;
+    const T* x = rows_of(a, kept_x);
+    const auto extents = a.extents();
+    const T* dy = [&]() -> const T* {
+        if constexpr (std::is_same_v<G, tensor_for<T, dims_of<A>>>)
+            if (std::equal(extents.begin(), extents.end(), g.extents().begin())) return g.data();
+        kept_dy.emplace(fitted(a, g));
+        return kept_dy->data();
+    }();
+    auto dx = tensor_for<T, dims_of<A>>(typename tensor_for<T, dims_of<A>>::shape_type(extents));
     dx.fill(T(0));
-    kernels::activation_backward(kind, x.data(), dy.data(), dx.data(), x.size());
+    kernels::activation_backward(kind, x, dy, dx.data(), dx.size());
     return dx;
 }
 
@@ -367,6 +514,9 @@ void back_elementwise(const elementwise<Op, Es...>& e, const G& g) {
         if (wants_gradient(if_false)) back(if_false, where(condition, T(0), g));
     } else if constexpr (std::is_same_v<Op, op::masked_fill>) {  // masked_fill(a, mask, value)
         back(a, masked_fill(g, e.template operand<1>(), T(0)));
+    } else if constexpr (is_cast<Op>) {  // the gradient cast back to the operand's type
+        using From = value_type_of<std::remove_cvref_t<decltype(a)>>;
+        if constexpr (std::is_floating_point_v<From>) back(a, cast<From>(g));
     } else {
         (void)no_derivative<elementwise<Op, Es...>>{};
     }
@@ -380,14 +530,20 @@ void back(const E& e, const G& g) {
         add_gradient(e.record(), g);
     } else if constexpr (is_saved_leaf<E>) {
         if (auto* gradient = e.gradient()) add_gradient(*gradient, g);
+    } else if constexpr (is_saved_view<E>) {
+        if (auto gradient = e.gradient()) add_gradient(*gradient, g);
     } else if constexpr (requires { e.operands(); }) {
         if (wants_gradient(e)) back_elementwise(e, g);
     } else if (!wants_gradient(e)) {
         return;
     } else {
-        // Every other node takes its gradient at its own dims.
-        const auto gn = fitted(e, g);
-        back_node(e, gn);
+        // Every other node takes its gradient at its own dims, as a Tensor: g itself where it
+        // is one already.
+        if constexpr (std::is_same_v<G, tensor_for<value_type_of<E>, dims_of<E>>>) {
+            const auto extents = e.extents();
+            if (std::equal(extents.begin(), extents.end(), g.extents().begin())) return back_node(e, g);
+        }
+        back_node(e, fitted(e, g));
     }
 }
 
@@ -411,8 +567,52 @@ void back_node(const triangle_node<E, Upper>& e, const G& g) {
 template <class L, class R, class G>
 void back_node(const matmul_node<L, R>& e, const G& g) {
     // y = l @ r: dl = g @ r^T, dr = l^T @ g (summed over the batch dims an operand lacks).
-    if (wants_gradient(e.lhs())) back(e.lhs(), matmul(g, mT(e.rhs())));
-    if (wants_gradient(e.rhs())) back(e.rhs(), matmul(mT(e.lhs()), g));
+    using T = value_type_of<G>;
+    const auto& l = e.lhs();
+    const auto& r = e.rhs();
+    if constexpr (rank_of<R> == 2 && rank_of<L> >= 2) {
+        // A shared matrix (a Linear's weight): l's batch dims are rows, so each gradient is one
+        // GEMM over all of them, transposes as BLAS flags, written straight into a leaf's gradient.
+        const auto le = l.extents();
+        const std::size_t k = le[rank_of<L> - 1], n = r.extents()[1];
+        const std::size_t rows = k == 0 ? 0 : element_count(l) / k;
+        if (wants_gradient(l)) {
+            if (T* dl = contiguous_gradient(l)) {
+                if constexpr (transposed_matrix<R>) {
+                    // r = w^T: dl += g @ w, w (n, k) read as it lies.
+                    std::optional<tensor_for<T, dims_of<decltype(r.operand())>>> kept;
+                    const T* wd = rows_of(r.operand(), kept);
+                    kernels::blas::gemm(false, false, rows, k, n, T(1), g.data(), n, wd, k, T(1), dl, k);
+                } else {
+                    std::optional<tensor_for<T, dims_of<R>>> kept;
+                    const T* rd = rows_of(r, kept);
+                    kernels::blas::gemm(false, true, rows, k, n, T(1), g.data(), n, rd, n, T(1), dl, k);
+                }
+            } else {
+                back(l, matmul(g, mT(r)));
+            }
+        }
+        if (wants_gradient(r)) {
+            std::optional<tensor_for<T, dims_of<L>>> kept;
+            const T* ld = rows_of(l, kept);
+            if constexpr (transposed_matrix<R>) {
+                // r = w^T (x @ w.mT(), a Linear): dw += g^T @ l, (n, k).
+                if (T* dw = contiguous_gradient(r.operand())) {
+                    kernels::blas::gemm(true, false, n, k, rows, T(1), g.data(), n, ld, k, T(1), dw, k);
+                    return;
+                }
+            } else if (T* dr = contiguous_gradient(r)) {
+                kernels::blas::gemm(true, false, k, n, rows, T(1), ld, k, g.data(), n, T(1), dr, n);
+                return;
+            }
+            tensor_for<T, dims_of<R>> dr{typename tensor_for<T, dims_of<R>>::shape_type(r.extents())};
+            kernels::blas::gemm(true, false, k, n, rows, T(1), ld, k, g.data(), n, T(0), dr.data(), n);
+            back(r, dr);
+        }
+    } else {
+        if (wants_gradient(l)) back(l, matmul(g, mT(r)));
+        if (wants_gradient(r)) back(r, matmul(mT(l), g));
+    }
 }
 template <class Op, std::size_t Axis, class E, class G>
 void back_node(const reduce_node<Op, Axis, E>& e, const G& g) {
@@ -460,47 +660,72 @@ void back_node(const softmax_node<Axis, E, Log>& e, const G& g) {
 }
 template <class E, class W, class Bi, bool Centered, class G>
 void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g) {
-    // Per row of D elements: xhat = (x - mean) * rstd (rms_norm: x * rstd), y = xhat * w + b.
-    // dw = sum over rows of g * xhat, db = sum of g, and with dxhat = g * w,
-    // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))   (rms_norm: no mean(dxhat)).
+    // The row kernels' own backward (kernels::layer_norm_rows_backward, as the forward is theirs),
+    // from each row's mean and 1/std, found again by the forward kernel that keeps them. Each
+    // gradient is written straight into a leaf's where it lies as a row-major block, else aside
+    // and handed on.
     using T = value_type_of<E>;
-    const auto x = tensor_for<T, dims_of<E>>(e.operand());
-    const std::size_t d = x.extents()[rank_of<E> - 1];
-    const std::size_t rows = d == 0 ? 0 : x.size() / d;
-    auto xhat = tensor_for<T, dims_of<E>>(typename tensor_for<T, dims_of<E>>::shape_type(x.extents()));
-    std::vector<T> rstd(rows);
-    for (std::size_t r = 0; r < rows; ++r) {
-        const T* row = x.data() + r * d;
-        double mean = 0, squares = 0;
-        if constexpr (Centered) {
-            for (std::size_t i = 0; i < d; ++i) mean += row[i];
-            mean /= static_cast<double>(d);
+    using X = tensor_for<T, dims_of<E>>;
+    using P = tensor_for<T, dims_of<W>>;
+    std::optional<X> kept_x;
+    std::optional<P> kept_w, kept_b;
+    const T* x = rows_of(e.operand(), kept_x);
+    const T* w = rows_of(e.weight(), kept_w);
+    const T* b = nullptr;
+    if constexpr (!std::is_null_pointer_v<Bi>) b = rows_of(e.bias(), kept_b);
+    const auto extents = e.operand().extents();
+    const std::size_t d = extents[rank_of<E> - 1];
+    const std::size_t rows = d == 0 ? 0 : element_count(e.operand()) / d;
+    std::vector<T> mean(rows), rstd(rows), normed(rows * d);
+    kernels::layer_norm_rows_saving(x, normed.data(), rows, d, w, b, e.eps(), Centered, mean.data(), rstd.data());
+
+    const auto target = [](const auto& operand, auto& aside) -> value_type_of<E>* {
+        if (!wants_gradient(operand)) {
+            aside.emplace(typename std::remove_cvref_t<decltype(*aside)>::shape_type(operand.extents()));
+        } else if (T* direct = contiguous_gradient(operand)) {
+            return direct;
+        } else {
+            aside.emplace(typename std::remove_cvref_t<decltype(*aside)>::shape_type(operand.extents()));
         }
-        for (std::size_t i = 0; i < d; ++i) squares += (row[i] - mean) * (row[i] - mean);
-        rstd[r] = static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(d) + e.eps()));
-        for (std::size_t i = 0; i < d; ++i) xhat.data()[r * d + i] = static_cast<T>((row[i] - mean) * rstd[r]);
-    }
-    if (wants_gradient(e.weight())) back(e.weight(), g * xhat);
+        aside->fill(T(0));
+        return aside->data();
+    };
+    std::optional<X> dx_aside;
+    std::optional<P> dw_aside, db_aside;
+    T* dx = target(e.operand(), dx_aside);
+    T* dw = target(e.weight(), dw_aside);
+    T* db = nullptr;
+    if constexpr (!std::is_null_pointer_v<Bi>) db = target(e.bias(), db_aside);
+    kernels::layer_norm_rows_backward(g.data(), x, rows, d, w, mean.data(), rstd.data(), Centered, dx, dw, db);
+    if (dx_aside && wants_gradient(e.operand())) back(e.operand(), *dx_aside);
+    if (dw_aside && wants_gradient(e.weight())) back(e.weight(), *dw_aside);
     if constexpr (!std::is_null_pointer_v<Bi>)
-        if (wants_gradient(e.bias())) back(e.bias(), g);
-    if (!wants_gradient(e.operand())) return;
-    const auto dxhat = tensor_for<T, dims_of<E>>(g * e.weight());
-    auto dx = tensor_for<T, dims_of<E>>(typename tensor_for<T, dims_of<E>>::shape_type(x.extents()));
-    for (std::size_t r = 0; r < rows; ++r) {
-        const T* dh = dxhat.data() + r * d;
-        const T* h = xhat.data() + r * d;
-        double mean_dh = 0, mean_dh_h = 0;
-        for (std::size_t i = 0; i < d; ++i) {
-            mean_dh += dh[i];
-            mean_dh_h += dh[i] * h[i];
+        if (db_aside && wants_gradient(e.bias())) back(e.bias(), *db_aside);
+}
+template <class Table, class Ids, class G>
+void back_node(const gather_node<Table, Ids>& e, const G& g) {
+    // Each id's row of g adds into the table's gradient at that row: straight into a leaf's
+    // gradient, or into a table of zeros handed on to a computed table.
+    using T = value_type_of<Table>;
+    const auto scatter = [&](const auto& target) {
+        const auto ids = tensor_for<value_type_of<Ids>, dims_of<Ids>>(e.ids());
+        const std::size_t width = target.extents()[1];
+        const auto strides = target.strides();
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            T* row = target.data() + static_cast<std::ptrdiff_t>(ids.data()[i]) * strides[0];
+            const T* from = g.data() + i * width;
+            for (std::size_t c = 0; c < width; ++c) row[static_cast<std::ptrdiff_t>(c) * strides[1]] += from[c];
         }
-        mean_dh /= static_cast<double>(d);
-        mean_dh_h /= static_cast<double>(d);
-        if constexpr (!Centered) mean_dh = 0;
-        for (std::size_t i = 0; i < d; ++i)
-            dx.data()[r * d + i] = static_cast<T>(rstd[r] * (dh[i] - mean_dh - h[i] * mean_dh_h));
+    };
+    const auto& table = e.table();
+    if constexpr (is_saved_leaf<Table> || is_saved_traced<Table> || is_saved_view<Table>) {
+        if (const auto target = gradient_view(table)) scatter(*target);
+    } else {
+        auto dense = tensor_for<T, dims_of<Table>>(typename tensor_for<T, dims_of<Table>>::shape_type(table.extents()));
+        dense.fill(T(0));
+        scatter(dense);
+        back(table, dense);
     }
-    back(e.operand(), dx);
 }
 template <class Node, class G>
 void back_node(const Node&, const G&) {
@@ -517,12 +742,38 @@ public:
         : recorded_value<T, Ds...>(std::move(value)), expression_(std::move(expression)) {}
 
     void backward() override {
-        if (this->has_gradient) back(expression_, this->gradient);
+        if (this->gradient) back(expression_, *this->gradient);
     }
 
 private:
     Saved expression_;
 };
+
+// A value whose derivative is written by hand: `value`, computed from x, and `derivative`,
+// which turns the value's gradient into x's (the rotation of rotary positions, turned back).
+template <class X, class Derivative, class T, Dim... Ds>
+class recorded_by_hand final : public recorded_value<T, Ds...> {
+public:
+    recorded_by_hand(Tensor<T, Ds...> value, X x, Derivative derivative)
+        : recorded_value<T, Ds...>(std::move(value)), x_(std::move(x)), derivative_(std::move(derivative)) {}
+    void backward() override {
+        if (this->gradient && wants_gradient(x_)) back(x_, derivative_(*this->gradient));
+    }
+
+private:
+    X x_;
+    Derivative derivative_;
+};
+
+template <class T, Dim... Ds, class X, class Derivative>
+traced<T, Ds...> record_by_hand(Tensor<T, Ds...> value, const X& x, Derivative derivative) {
+    tape* t = tape::active();
+    auto saved_x = saved(x, t);
+    auto record = std::make_shared<recorded_by_hand<decltype(saved_x), Derivative, T, Ds...>>(
+        std::move(value), std::move(saved_x), std::move(derivative));
+    if (t && t->recording()) t->push(record);
+    return traced<T, Ds...>(std::move(record));
+}
 
 template <class Saved, class T, class List>
 struct recorded_for_impl;
@@ -588,6 +839,54 @@ auto mean(const E& e) {
     for (const auto extent : e.extents()) count *= extent;
     return eval(sum(e) / static_cast<T>(count));
 }
+
+namespace detail {
+template <bool Largest, class E>
+auto extreme_of(const E& e);
+}  // namespace detail
+
+// The unbiased variance, the largest and the smallest of every element of an expression that
+// reads a traced value: 0-d traced values, each recorded with its derivative (max and min share
+// the gradient evenly among the elements that attain them, as torch's do).
+template <Expression E>
+    requires reads_traced<E>
+auto var(const E& e) {
+    using T = value_type_of<E>;
+    const auto x = eval(e);
+    const auto stored = tensor_for<T, dims_of<E>>(detail::saved(x, nullptr));
+    auto value = shaped::var(stored);
+    const auto centre = shaped::mean(stored).item();
+    const auto n = static_cast<T>(stored.size());
+    return detail::record_by_hand(std::move(value), x, [stored, centre, n](const auto& g) {
+        return tensor_for<T, dims_of<E>>((stored - centre) * (g.item() * T(2) / (n - T(1))));
+    });
+}
+template <Expression E>
+    requires reads_traced<E>
+auto max(const E& e) {
+    return detail::extreme_of<true>(e);
+}
+template <Expression E>
+    requires reads_traced<E>
+auto min(const E& e) {
+    return detail::extreme_of<false>(e);
+}
+
+namespace detail {
+template <bool Largest, class E>
+auto extreme_of(const E& e) {
+    using T = value_type_of<E>;
+    const auto x = eval(e);
+    const auto stored = tensor_for<T, dims_of<E>>(saved(x, nullptr));
+    auto value = Largest ? shaped::max(stored) : shaped::min(stored);
+    const T extreme = value.item();
+    std::size_t ties = 0;
+    for (const T v : stored.elements()) ties += v == extreme ? 1 : 0;
+    return record_by_hand(std::move(value), x, [stored, extreme, ties](const auto& g) {
+        return tensor_for<T, dims_of<E>>(cast<T>(stored == extreme) * (g.item() / static_cast<T>(ties)));
+    });
+}
+}  // namespace detail
 
 // Writing a traced value's expression into a Tensor or View would drop what it was computed
 // from, so that no gradient could reach it: a compile error, in the user's terms.

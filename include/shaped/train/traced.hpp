@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <typeindex>
 #include <unordered_map>
 #include <utility>
@@ -33,14 +34,35 @@ struct recorded_base {
     virtual void backward() = 0;
 };
 
+// A recorded value's elements and its gradient's, whatever its dims: what a view of it reads
+// and adds to.
+template <class T>
+struct recorded_elements : recorded_base {
+    virtual const T* value_data() const = 0;
+    // The gradient's elements, laid out as the value's: zeros until something adds to them.
+    virtual T* gradient_data() = 0;
+};
+
 template <class T, Dim... Ds>
-struct recorded_value : recorded_base {
+struct recorded_value : recorded_elements<T> {
     explicit recorded_value(Tensor<T, Ds...> v) : value(std::move(v)) {}
     void backward() override {}  // an input: its operands are none
+    const T* value_data() const override { return value.data(); }
+    T* gradient_data() override { return zeroed_gradient().data(); }
+
+    // The gradient, allocated (zeros) when first wanted.
+    Tensor<T, Ds...>& zeroed_gradient() {
+        if (!gradient) {
+            gradient.emplace(typename Tensor<T, Ds...>::shape_type(value.extents()));
+            gradient->fill(T(0));
+        }
+        return *gradient;
+    }
 
     Tensor<T, Ds...> value;
-    Tensor<T, Ds...> gradient;  // allocated when first added to
-    bool has_gradient = false;
+    // None until something adds to it (a value no loss term reads has none). Optional, not
+    // empty: a Tensor of dynamic dims has no extents to be default-constructed with.
+    std::optional<Tensor<T, Ds...>> gradient;
 };
 
 // The tape of this thread's value_and_grad, if one runs, and whether recording is paused (while
@@ -85,9 +107,27 @@ public:
     // The last two dims swapped, as Tensor::mT.
     auto mT() const { return shaped::mT(*this); }
 
+    // Held anew: the value of e, recorded (a layer's `h = activation(h)` rebinds h, as Python
+    // does; the value h held before stays on the tape, read by the new one).
+    template <Expression E>
+        requires(std::is_same_v<value_type_of<E>, T> && sizeof...(Ds) == rank_of<E>)
+    traced& operator=(const E& e) {
+        traced next = eval(e);
+        record_ = std::move(next.record_);
+        return *this;
+    }
+    traced(const traced&) = default;
+    traced(traced&&) = default;
+    traced& operator=(const traced&) = default;
+    traced& operator=(traced&&) = default;
+
+    // A View of this value's elements (a slice, a split, view_of ...) as a view on the tape.
+    template <class V>
+    auto rebased(const V& view) const;
+
     // The gradient added so far (zeros if none).
     tensor_type gradient() const {
-        if (record_->has_gradient) return record_->gradient;
+        if (record_->gradient) return *record_->gradient;
         tensor_type zeros{typename tensor_type::shape_type(this->extents())};
         zeros.fill(T(0));
         return zeros;
@@ -99,10 +139,83 @@ private:
     std::shared_ptr<detail::recorded_value<T, Ds...>> record_;
 };
 
+namespace detail {
+// An expression that reads elements through a View it holds: what a view of a traced value and
+// the views a record saves have in common.
+template <class T, Dim... Ds>
+class reads_view : public expression_base {
+public:
+    using value_type = T;
+    using dims_type = dims<Ds...>;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = sizeof...(Ds);
+
+    explicit reads_view(View<const T, Ds...> view) : view_(view) {}
+
+    const T* data() const { return view_.data(); }
+    const auto& extents() const { return view_.extents(); }
+    const auto& strides() const { return view_.strides(); }
+    std::size_t size() const { return view_.size(); }
+    bool is_contiguous() const { return view_.is_contiguous(); }
+    const View<const T, Ds...>& view() const { return view_; }
+
+private:
+    View<const T, Ds...> view_;
+};
+}  // namespace detail
+
+// A view of a traced value's elements (a slice, a head of a fused projection): its gradient adds
+// into the gradient of the value it views, at its own places.
+template <class T, Dim... Ds>
+class traced_view : public detail::reads_view<T, Ds...> {
+public:
+    traced_view(std::shared_ptr<detail::recorded_elements<T>> base, View<const T, Ds...> view)
+        : detail::reads_view<T, Ds...>(view), base_(std::move(base)) {}
+
+    template <class... I>
+    T operator()(I... i) const { return this->view()(i...); }
+    auto mT() const { return shaped::mT(*this); }
+
+    const std::shared_ptr<detail::recorded_elements<T>>& base() const { return base_; }
+    // Where the view starts among the viewed value's elements.
+    std::ptrdiff_t offset() const { return this->data() - base_->value_data(); }
+
+    template <class V>
+    auto rebased(const V& view) const;
+
+private:
+    std::shared_ptr<detail::recorded_elements<T>> base_;
+};
+
+namespace detail {
+// A View of a recorded value's elements, on the tape.
+template <class T, class V>
+auto view_on_tape(std::shared_ptr<recorded_elements<T>> base, const V& view) {
+    return [&]<Dim... Es>(dims<Es...>) {
+        return traced_view<T, Es...>(std::move(base), View<const T, Es...>(view.data(), view.extents(), view.strides()));
+    }(dims_of<V>{});
+}
+}  // namespace detail
+
+template <class T, Dim... Ds>
+template <class V>
+auto traced<T, Ds...>::rebased(const V& view) const {
+    return detail::view_on_tape<T>(record_, view);
+}
+template <class T, Dim... Ds>
+template <class V>
+auto traced_view<T, Ds...>::rebased(const V& view) const {
+    return detail::view_on_tape<T>(base_, view);
+}
+
 template <class E>
 inline constexpr bool is_traced = false;
 template <class T, Dim... Ds>
 inline constexpr bool is_traced<traced<T, Ds...>> = true;
+template <class E>
+inline constexpr bool is_traced_view = false;
+template <class T, Dim... Ds>
+inline constexpr bool is_traced_view<traced_view<T, Ds...>> = true;
 
 // What one value_and_grad records, in order, and the parameters whose gradients it wants.
 class tape {
@@ -119,6 +232,8 @@ public:
     void watch(const Tensor<T, Ds...>& parameter, Tensor<T, Ds...>& gradient) {
         parameters_.insert_or_assign(parameter.data(),
                                      parameter_gradient{std::type_index(typeid(Tensor<T, Ds...>)), &gradient});
+        elements_.push_back({parameter.data(), parameter.data() + parameter.size(), std::type_index(typeid(T)),
+                             gradient.data()});
     }
     // The gradient a parameter has on this tape, or null where the tensor is not one.
     template <class T, Dim... Ds>
@@ -128,11 +243,24 @@ public:
         return static_cast<Tensor<T, Ds...>*>(found->second.gradient);
     }
 
-    // A value read from outside (an input of the loss): on the tape, with no operands.
+    // The gradient element of a parameter's element, for an element of any watched parameter
+    // (what a View of a parameter reads), or null.
+    template <class T>
+    T* gradient_at(const T* element) const {
+        for (const auto& p : elements_)
+            if (p.type == std::type_index(typeid(T)) && static_cast<const void*>(element) >= p.begin &&
+                static_cast<const void*>(element) < p.end)
+                return static_cast<T*>(p.gradient) + (element - static_cast<const T*>(p.begin));
+        return nullptr;
+    }
+
+    // A value read from outside (an input of the loss): on the tape, with no operands. Integers
+    // (ids, targets) are traced too, so that what is computed from them is recorded; nothing
+    // flows back into them.
     template <class T, Dim... Ds>
     traced<T, Ds...> input(Tensor<T, Ds...> value) {
         auto record = std::make_shared<detail::recorded_value<T, Ds...>>(std::move(value));
-        records_.push_back(record);
+        if constexpr (std::is_floating_point_v<T>) records_.push_back(record);
         return traced<T, Ds...>(std::move(record));
     }
     void push(std::shared_ptr<detail::recorded_base> record) { records_.push_back(std::move(record)); }
@@ -164,10 +292,18 @@ private:
         std::type_index type;
         void* gradient;
     };
+    // Where a parameter's elements lie, and its gradient's first element.
+    struct parameter_elements {
+        const void* begin;
+        const void* end;
+        std::type_index type;
+        void* gradient;
+    };
     tape* outer_;
     bool paused_ = false;
     std::vector<std::shared_ptr<detail::recorded_base>> records_;
     std::unordered_map<const void*, parameter_gradient> parameters_;
+    std::vector<parameter_elements> elements_;
 };
 
 }  // namespace shaped::train

@@ -13,6 +13,8 @@
 // it computes from them is recorded as it runs, and the model's parameters it reads are found
 // by address. It must return a 0-d traced value (a scalar that depends on the arguments).
 
+#include <shaped/train/attention.hpp>
+#include <shaped/train/cross_entropy.hpp>
 #include <shaped/train/derivatives.hpp>
 #include <shaped/train/gradients.hpp>
 
@@ -24,12 +26,12 @@
 namespace shaped::train {
 
 namespace detail {
-// A tensor argument of the loss as a traced value on the tape; anything else (integer ids
-// among them) as it is.
+// A tensor argument of the loss as a traced value on the tape (integer ids and targets too: what
+// is computed from them is recorded, though nothing flows back into them); anything else as it is.
 template <class A>
 decltype(auto) traced_argument(tape& t, A&& a) {
     using N = std::remove_cvref_t<A>;
-    if constexpr (Expression<N> && N::owns_storage && std::is_floating_point_v<value_type_of<N>>) return t.input(N(a));
+    if constexpr (Expression<N> && N::owns_storage) return t.input(N(a));
     else return std::forward<A>(a);
 }
 

@@ -1,0 +1,160 @@
+#pragma once
+// An attention layer's heads, attended while a loss is differentiated: one recorded operation,
+// whose forward is the fused kernel that keeps each query's log-sum-exp, and whose derivative is
+// the flash-style backward that recomputes the scores tile by tile from it (kernels/
+// attention_backward.hpp): no T x T matrix in either pass. nn's attention routine reaches it
+// (nn/causal_self_attention.hpp) when its input is a traced value, by argument-dependent lookup:
+//
+//   attended_heads<Layer, X>(q, k, v, scale, x)    the merged heads (B, T, M), traced
+//
+// q, k and v are the layer's heads (B, [NH,] T, HS), views of its traced projections; the
+// result is laid out as the layer merges its heads (Layer::heads_of), and the gradients of
+// q, k and v add straight into the gradients of the projections they view.
+
+#include <shaped/kernels/attention_backward.hpp>
+#include <shaped/nn/causal_self_attention.hpp>
+#include <shaped/train/derivatives.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <stdexcept>
+#include <vector>
+
+namespace shaped::train {
+
+namespace detail {
+
+// Where a (B, [NH,] T, HS) operand's heads lie; a single head's (B, T, HS) as one head of many.
+template <class S>
+kernels::heads_layout heads_layout_of(const S& s) {
+    constexpr std::size_t r = rank_of<S>;
+    static_assert(r == 3 || r == 4, "shaped::train: attention heads are (B, [NH,] T, HS)");
+    const auto strides = s.strides();
+    if (s.extents()[r - 1] > 1 && strides[r - 1] != 1)
+        throw std::invalid_argument("shaped::train: attention reads each head's positions contiguously");
+    if constexpr (r == 4) return {strides[0], strides[1], strides[2]};
+    else return {strides[0], 0, strides[1]};
+}
+
+template <class S>
+std::size_t heads_of_operand(const S& s) {
+    if constexpr (rank_of<S> == 4) return s.extents()[1];
+    else return 1;
+}
+
+template <class Layer, class T>
+std::optional<std::size_t> window_of() {
+    if constexpr (nn::detail::windowed_layer<Layer>) return nn::detail::layer_window_t<Layer>::size;
+    else return std::nullopt;
+}
+
+// The merged heads of a layer's attention, and what its backward reads: q, k and v (saved with
+// their places on the tape) and each query's log-sum-exp.
+template <class Layer, class Q, class K, class V, class T, Dim B, Dim Time, Dim M>
+class recorded_attention final : public recorded_value<T, B, Time, M> {
+public:
+    recorded_attention(Tensor<T, B, Time, M> merged, Q q, K k, V v, T scale)
+        : recorded_value<T, B, Time, M>(std::move(merged)), q_(std::move(q)), k_(std::move(k)), v_(std::move(v)) {
+        problem_ = {.batch = q_.extents()[0], .heads = heads_of_operand(q_), .kv_heads = heads_of_operand(k_),
+                    .time = q_.extents()[rank_of<Q> - 2], .head_size = q_.extents()[rank_of<Q> - 1], .scale = scale,
+                    .window = window_of<Layer, T>(), .q = q_.data(), .q_layout = heads_layout_of(q_), .k = k_.data(),
+                    .k_layout = heads_layout_of(k_), .v = v_.data(), .v_layout = heads_layout_of(v_),
+                    .out_layout = heads_layout_of(Layer::heads_of(this->value))};
+        lse_.resize(problem_.batch * problem_.heads * problem_.time);
+        kernels::attention_forward(problem_, Layer::heads_of(this->value).data(), lse_.data());
+    }
+
+    void backward() override {
+        if (!this->gradient) return;
+        const auto out = Layer::heads_of(this->value);
+        const auto dout = Layer::heads_of(*this->gradient);
+        // Each operand's gradient where it lies (a view of its projection's), or aside for one
+        // that takes none.
+        std::vector<std::vector<T>> aside;
+        const auto target = [&](const auto& operand) -> std::pair<T*, kernels::heads_layout> {
+            if (auto g = gradient_view(operand)) return {g->data(), heads_layout_of(*g)};
+            const auto e = operand.extents();
+            aside.emplace_back(operand.size(), T(0));
+            const auto hs = static_cast<std::ptrdiff_t>(e[e.size() - 1]);
+            const auto time = static_cast<std::ptrdiff_t>(e[e.size() - 2]);
+            const auto heads = e.size() == 4 ? static_cast<std::ptrdiff_t>(e[1]) : 1;
+            return {aside.back().data(), {heads * time * hs, e.size() == 4 ? time * hs : 0, hs}};
+        };
+        const auto [dq, dq_layout] = target(q_);
+        const auto [dk, dk_layout] = target(k_);
+        const auto [dv, dv_layout] = target(v_);
+        kernels::attention_backward(problem_, out.data(), lse_.data(), dout.data(),
+                                    {dq, dq_layout, dk, dk_layout, dv, dv_layout});
+    }
+
+private:
+    Q q_;
+    K k_;
+    V v_;
+    std::vector<T> lse_;
+    kernels::attention_training_problem<T> problem_{};
+};
+
+// x (B, heads, T, HS) with its positions encoded by a rotary encoding: a rotated copy, whose
+// derivative turns the gradient back (nn/rotary.hpp keeps both).
+template <class Position, class X>
+auto rotated(const Position& position, const X& x, std::span<const std::size_t> starts) {
+    using T = value_type_of<X>;
+    auto value = tensor_for<T, dims_of<X>>(saved(x, nullptr));
+    position.rotate(view_of(value), starts);
+    return record_by_hand(std::move(value), x,
+                          [position, starts = std::vector<std::size_t>(starts.begin(), starts.end())](const auto& g) {
+                              auto turned = tensor_for<T, dims_of<X>>(g);
+                              position.rotate_backward(view_of(turned), starts);
+                              return turned;
+                          });
+}
+
+// The object a layer encodes positions with: its position() (a grouped-query layer's), or its
+// encode_positions member (GPT's no_position_encoding).
+template <class Layer>
+const auto& position_encoding_of(const Layer& layer) {
+    if constexpr (requires { layer.position(); }) return layer.position();
+    else return layer.encode_positions;
+}
+
+}  // namespace detail
+
+// q and k with the layer's positions encoded: as they are for a layer that encodes none (GPT's
+// positions are embeddings), rotated copies for a rotary layer's (Llama's).
+template <class Layer, class Q, class K>
+    requires(reads_traced<Q> || reads_traced<K>)
+auto encoded_positions(const Layer& layer, const Q& q, const K& k, std::span<const std::size_t> starts) {
+    const auto& encoding = detail::position_encoding_of(layer);
+    using Encoding = std::remove_cvref_t<decltype(encoding)>;
+    if constexpr (std::is_same_v<Encoding, nn::no_position_encoding>) {
+        return std::pair{q, k};
+    } else {
+        static_assert(requires(tensor_for<value_type_of<Q>, dims_of<Q>>& x) { encoding.rotate_backward(view_of(x), starts); },
+                      "shaped::train: this layer's position encoding has no derivative");
+        return std::pair{detail::rotated(encoding, q, starts), detail::rotated(encoding, k, starts)};
+    }
+}
+
+template <class Layer, class X, class Q, class K, class V>
+    requires(reads_traced<Q> || reads_traced<K> || reads_traced<V>)
+auto attended_heads(const Q& q, const K& k, const V& v, typename Layer::value_type scale, const X& x) {
+    using T = typename Layer::value_type;
+    using B = dim_at<0, dims_of<X>>;
+    using Time = dim_at<1, dims_of<X>>;
+    using M = typename Layer::merged_dim;
+    Tensor<T, B, Time, M> merged{Shape<B, Time, M>({x.extents()[0], x.extents()[1], M::extent})};
+    tape* t = tape::active();
+    auto sq = detail::saved(q, t);
+    auto sk = detail::saved(k, t);
+    auto sv = detail::saved(v, t);
+    using record_type = detail::recorded_attention<Layer, decltype(sq), decltype(sk), decltype(sv), T, B, Time, M>;
+    auto record = std::make_shared<record_type>(std::move(merged), std::move(sq), std::move(sk), std::move(sv), scale);
+    if (t && t->recording()) t->push(record);
+    return traced<T, B, Time, M>(std::move(record));
+}
+
+}  // namespace shaped::train
