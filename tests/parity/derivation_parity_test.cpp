@@ -215,12 +215,23 @@ TEST_CASE("derivation parity: permute and transpose", "[parity][derivation]") {
         input("x.npy"), input("y.npy"));
 }
 
-// make_fixtures.py's derivation/dynamic.safetensors is the causal head on x_dynamic.npy, whose T
-// (6) a Tensor<double, B, dim<"T">, C> takes from the file:
-//
-//     const auto out = eval(m.ln(causal_head(m, x) + x));
-//     return eval(mean(square(out)) + mean(var<-2>(out)));
-//
-// It has no case yet: value_and_grad does not compile for an input with a dynamic dim (a
-// recorded value default-constructs its gradient, a Tensor<T, Ds...>, which a dynamic dim does
-// not allow).
+TEST_CASE("derivation parity: a dynamic dim", "[parity][derivation]") {
+    // make_fixtures.py's derivation/dynamic.safetensors: the causal head on x_dynamic.npy, whose T
+    // (6) the Tensor takes from the file.
+    using Td = dim<"T">;
+    const auto x = io::load_npy<double, B, Td, C>(fixture("x_dynamic.npy"));
+    REQUIRE(x.extents()[1] == 6);
+    require_torch_gradients(
+        "dynamic",
+        [](const auto& m, const auto& x) {
+            const Td t{x.extents()[1]};
+            const auto q = eval(m.fc(x));
+            const auto k = eval(matmul(x, m.m));
+            const auto scores = eval(matmul(q, k.mT()) * (1.0 / std::sqrt(static_cast<double>(H::extent))));
+            const auto future = tril(ones<bool, Td, Td>(t, t)) == false;
+            const auto wei = eval(softmax<-1>(masked_fill(scores, future, -std::numeric_limits<double>::infinity())));
+            const auto out = eval(m.ln(eval(matmul(wei, x * m.w)) + x));
+            return eval(mean(square(out)) + mean(var<-2>(out)));
+        },
+        x);
+}

@@ -71,9 +71,8 @@ line for line: broadcast_unary, activations, matmul, attention, reductions, laye
 rms_norm, mlp, permute and dynamic. <case>.safetensors holds its value as "loss" (0-d) and
 autograd's gradient of every parameter by the same names, zeros for those it does not read.
 Each is asserted equal to a rerun to the bit, and to central differences at each parameter's
-largest gradient element to 1e-7. dynamic (the causal head on x_dynamic, whose T shaped takes
-from the file) has no C++ case yet: value_and_grad does not compile for an input with a dynamic
-dim. `--only derivation` writes just this folder.
+largest gradient element to 1e-7. dynamic is the causal head on x_dynamic, whose T shaped takes
+from the file. `--only derivation` writes just this folder.
 """
 
 import argparse
