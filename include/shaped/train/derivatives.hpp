@@ -117,16 +117,6 @@ inline constexpr bool is_scalar_node = false;
 template <class T>
 inline constexpr bool is_scalar_node<scalar<T>> = true;
 
-template <class T, class List>
-struct traced_for_impl;
-template <class T, Dim... Ds>
-struct traced_for_impl<T, dims<Ds...>> {
-    using type = traced<T, Ds...>;
-    using record = recorded_value<T, Ds...>;
-};
-// The traced value of elements T with the dims of List.
-template <class T, class List>
-using traced_for = typename traced_for_impl<T, List>::type;
 
 // ---- whether an expression reads a traced value (at compile time) ---------------------------------
 
@@ -254,7 +244,12 @@ auto saved(const E& e, const tape* t) {
 template <class Acc, class G>
 void add_elements(const Acc& acc, const G& g) {
     using T = value_type_of<Acc>;
-    const auto gv = tensor_for<T, dims_of<G>>(g);
+    // g read in place where it is stored (a gradient is, mostly), else evaluated once.
+    std::optional<tensor_for<T, dims_of<G>>> evaluated;
+    const auto& gv = [&]() -> decltype(auto) {
+        if constexpr (Strided<G> && std::is_same_v<std::remove_const_t<value_type_of<G>>, T>) return (g);
+        else return (evaluated.emplace(g));
+    }();
     constexpr std::size_t ra = rank_of<Acc>, rg = rank_of<G>;
     constexpr std::size_t r = ra > rg ? ra : rg;
     std::array<std::size_t, r> extents{};

@@ -117,9 +117,13 @@ void for_each_gradient(M& module, const G& grads, F&& f) {
     std::string path;
     nn::detail::visit(path, f, module, grads.storage());
 }
+// Defined, not only declared: g++ makes a function used but never defined a second error where
+// its type names a local type (a lambda).
 template <class M, class G, class F>
     requires(!detail::gradients_fit<M, G>)
-detail::gradients_misfit<M, G> for_each_gradient(M&, const G&, F&&);
+detail::gradients_misfit<M, G> for_each_gradient(M&, const G&, F&&) {
+    return {};
+}
 
 // f(name, gradient) for every gradient.
 template <class G, class F>

@@ -91,6 +91,22 @@ private:
 
 }  // namespace detail
 
+template <class T, Dim... Ds>
+class traced;
+
+namespace detail {
+template <class T, class List>
+struct traced_for_impl;
+template <class T, Dim... Ds>
+struct traced_for_impl<T, dims<Ds...>> {
+    using type = traced<T, Ds...>;
+    using record = recorded_value<T, Ds...>;
+};
+// The traced value of elements T with the dims of List.
+template <class T, class List>
+using traced_for = typename traced_for_impl<T, List>::type;
+}  // namespace detail
+
 // A value being differentiated: the value, and its record. Copies share the record.
 template <class T, Dim... Ds>
 class traced : public detail::reads_tensor<traced<T, Ds...>, T, Ds...> {
@@ -110,7 +126,7 @@ public:
     // Held anew: the value of e, recorded (a layer's `h = activation(h)` rebinds h, as Python
     // does; the value h held before stays on the tape, read by the new one).
     template <Expression E>
-        requires(std::is_same_v<value_type_of<E>, T> && sizeof...(Ds) == rank_of<E>)
+        requires std::is_same_v<detail::traced_for<value_type_of<E>, dims_of<E>>, traced>
     traced& operator=(const E& e) {
         traced next = eval(e);
         record_ = std::move(next.record_);
