@@ -111,7 +111,7 @@ public:
         if constexpr (detail::assignable<dims_type, dims_of<E>>) {
             const auto extents = source.extents();
             detail::check_extents_fit("Tensor", dims_type{}, extents);
-            allocate(extents);
+            allocate(extents, detail::for_overwrite);
             // Evaluated by the kernels layer, through assign_expression (see View's operator=).
             assign_expression(*this, source, detail::fresh_target{});
         }
@@ -127,7 +127,7 @@ public:
             assign_expression(*this, source);
         } else {
             // The new storage is filled before the old is released: the source may read it.
-            Tensor resized{shape_type(extents)};
+            Tensor resized(extents, detail::for_overwrite);
             assign_expression(resized, source, detail::fresh_target{});
             *this = std::move(resized);
         }
@@ -203,10 +203,15 @@ public:
     auto transpose() const& { return shaped::transpose<A, B>(*this); }
 
 private:
-    // Every constructor allocates here, after checking that the extents fit in memory.
-    void allocate(const extents_type& extents) {
+    // Storage the caller fills whole before anything reads it.
+    Tensor(const extents_type& extents, detail::for_overwrite_t) { allocate(extents, detail::for_overwrite); }
+
+    // Every constructor allocates here, after checking that the extents fit in memory: zero-filled,
+    // or left to be overwritten.
+    template <class... Fill>
+    void allocate(const extents_type& extents, Fill... fill) {
         const std::size_t count = detail::checked_element_count("Tensor", dims_type{}, extents, sizeof(T));
-        if constexpr (!detail::stores_inline<T, Ds...>) storage_ = storage_type(count);
+        if constexpr (!detail::stores_inline<T, Ds...>) storage_ = storage_type(count, fill...);
         extents_ = extents;
     }
 
