@@ -3,8 +3,8 @@
 // matrices and embeddings, betas 0.9 and 0.95), the gradients zeroed for the next — over a batch
 // of B rows of T random ids, fp32. PyTorch's side is nanoGPT's GPT with loss.backward(),
 // clip_grad_norm_ and torch.optim.AdamW (single-tensor, foreach=False), same configs, batches
-// and settings (bench/torch_reference.py). No hand-written baseline: a model's backward by hand
-// is what train/gpt.hpp is.
+// and settings (bench/torch_reference.py). shaped's gradients are derived from the model's forward
+// (train::trainer over the derivation of train/value_and_grad.hpp): no backward written by hand.
 //
 //   train/char_gpt_B16_T64            a character-level GPT: vocab 256 (bytes), context 64, 4
 //                                     layers, 4 heads, 128 channels, exact GELU, biases
@@ -31,9 +31,7 @@
 
 namespace {
 
-// Derived: the gradients from train::value_and_grad of the loss the model's forward gives, as
-// a user's model trains (train/value_and_grad.hpp); otherwise the trainer's passes.
-template <class Config, std::size_t Batch, std::size_t Time, bool Derived = false>
+template <class Config, std::size_t Batch, std::size_t Time>
 struct training {
     using Model = shaped::models::GPT<Config, float>;
     using B = shaped::dim<"B", Batch>;
@@ -71,13 +69,7 @@ struct training {
     // One step; the loss before it.
     double step() {
         shaped::train::zero(grads);
-        const double loss = [&] {
-            if constexpr (Derived)
-                return shaped::train::value_and_grad(
-                    [](const auto& m, const auto& ids, const auto& wanted) { return shaped::train::cross_entropy(m(ids), wanted); },
-                    *model, grads, idx, targets);
-            else return trainer->forward_backward(*model, grads, idx, targets);
-        }();
+        const double loss = trainer->forward_backward(*model, grads, idx, targets);
         shaped::train::clip_grad_norm(grads, 1.0);
         opt.step(*model, grads, lr);
         return loss;
@@ -117,26 +109,13 @@ void train_step(benchmark::State& state) {
 
 using char_gpt = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 16, 64>;
 using gpt2_layers = training<shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256>;
-using char_gpt_derived = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 16, 64, true>;
-using gpt2_layers_derived =
-    training<shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256, true>;
 
 }  // namespace
 
 BENCHMARK(train_step<char_gpt>)->Name("train/char_gpt_B16_T64/shaped")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
-BENCHMARK(train_step<char_gpt_derived>)
-    ->Name("train/char_gpt_B16_T64/derived")
-    ->Unit(benchmark::kMillisecond)
-    ->MeasureProcessCPUTime();
 // About a second a step: three repetitions of two steps are enough to take the fastest.
 BENCHMARK(train_step<gpt2_layers>)
     ->Name("train/gpt2_2layers_B1_T256_C768/shaped")
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(2)
-    ->Repetitions(3)
-    ->MeasureProcessCPUTime();
-BENCHMARK(train_step<gpt2_layers_derived>)
-    ->Name("train/gpt2_2layers_B1_T256_C768/derived")
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2)
     ->Repetitions(3)

@@ -114,19 +114,6 @@ void activation_backward_impl(activation_kind f, const T* x, const T* dout, T* d
     }
 }
 
-// h = silu(a) b = a s(a) b: dh/da = b silu'(a), dh/db = silu(a).
-template <class T>
-void swiglu_backward_impl(const T* a, const T* b, const T* dh, T* da, T* db, std::size_t n) {
-    for_each_element<T>(n, [=](std::size_t i, auto v) {
-        using V = decltype(v);
-        const V av = load_at<V>(a + i);
-        const V dhv = load_at<V>(dh + i);
-        const V s = sigmoid(av);
-        store_at(da + i, load_at<V>(da + i) + dhv * load_at<V>(b + i) * silu_derivative_given(av, s));
-        store_at(db + i, load_at<V>(db + i) + dhv * av * s);
-    });
-}
-
 // ---- Layer norm --------------------------------------------------------------------------------
 
 // llm.c's layernorm_backward, in double: with xhat = (x - mean) rstd and dnorm = dout weight,
@@ -274,13 +261,6 @@ void activation_backward(activation_kind f, const float* x, const float* dout, f
 }
 void activation_backward(activation_kind f, const double* x, const double* dout, double* din, std::size_t n) {
     activation_backward_impl(f, x, dout, din, n);
-}
-
-void swiglu_backward(const float* a, const float* b, const float* dh, float* da, float* db, std::size_t n) {
-    swiglu_backward_impl(a, b, dh, da, db, n);
-}
-void swiglu_backward(const double* a, const double* b, const double* dh, double* da, double* db, std::size_t n) {
-    swiglu_backward_impl(a, b, dh, da, db, n);
 }
 
 cross_entropy_sum cross_entropy_rows(const float* logits, const std::int64_t* targets, std::size_t rows,

@@ -383,14 +383,13 @@ int train(const options& o, const processes& world) {
                                                 .decay_steps = o.steps};
 
     constexpr std::size_t parameter_bytes = shaped::nn::parameter_bytes<Model>;
-    // Parameters, gradients and AdamW's two moments, and the step's activations: all constants.
-    const std::size_t state_bytes =
-        (micro ? 5 : 4) * parameter_bytes + Trainer::activation_bytes + Trainer::gradient_scratch_bytes;
+    // Parameters, gradients (twice with micro-batches) and AdamW's two moments: constants; and the
+    // step's own tensors, the same every step, said after the first.
+    const std::size_t model_bytes = (micro ? 5 : 4) * parameter_bytes;
     if (world.leads()) {
         std::cout << "shaped-train: " << Preset::name << ", " << shaped::nn::parameter_count<Model> << " parameters ("
                   << mib(parameter_bytes) << "; with gradients and AdamW's moments " << mib(4 * parameter_bytes)
-                  << "), activations " << mib(Trainer::activation_bytes) << " and their gradients "
-                  << mib(Trainer::gradient_scratch_bytes) << " for batches of " << B::extent << " x " << T::extent
+                  << "), batches of " << B::extent << " x " << T::extent
                   << "\nshaped-train: " << data.train.size() << " ids train, " << data.val.size() << " validate; "
                   << o.accumulate << " micro-batch(es) a step over " << world.size() << " process(es)"
                   << (first ? ", resumed at step " + std::to_string(first) : std::string()) << "\n";
@@ -430,6 +429,10 @@ int train(const options& o, const processes& world) {
             if (micro) shaped::train::zero(*micro);
             loss += trainer->forward_backward(*model, into, idx, targets, 1.0 / static_cast<double>(o.accumulate));
             if (micro) add(grads, *micro);
+            if (step == first && m == world.rank() && world.leads())
+                std::cout << "shaped-train: a step keeps activations " << mib(trainer->last_step().activations)
+                          << " for its backward and holds " << mib(trainer->last_step().peak) << " at its peak"
+                          << std::endl;
         }
         if (world.size() > 1) {
             shaped::train::for_each_gradient(grads, [&](std::string_view, auto& g) { world.sum(g.elements()); });
@@ -466,6 +469,7 @@ int train(const options& o, const processes& world) {
     if (world.leads()) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const std::size_t peak = peak_resident_bytes();
+        const std::size_t state_bytes = model_bytes + trainer->last_step().peak;
         std::cout << "shaped-train: " << last - first << " steps in " << duration(seconds) << ", "
                   << static_cast<long long>(static_cast<double>((last - first) * tokens_per_step) / seconds)
                   << " tok/s; peak resident " << mib(peak) << ", " << static_cast<double>(peak) / static_cast<double>(state_bytes)

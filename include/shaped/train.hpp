@@ -1,12 +1,9 @@
 #pragma once
-// Training: gradients typed as their parameters, the layers' backward passes, AdamW, the
-// learning-rate schedule, and the GPT's training step.
+// Training: gradients typed as their parameters and derived from the forward, AdamW, the
+// learning-rate schedule, and a language model's training step.
 #include <shaped/train/diagnostics.hpp>
 #include <shaped/train/gradients.hpp>
-#include <shaped/train/layers.hpp>
 #include <shaped/train/adamw.hpp>
 #include <shaped/train/schedule.hpp>
 #include <shaped/train/step.hpp>
 #include <shaped/train/value_and_grad.hpp>
-#include <shaped/train/gpt.hpp>
-#include <shaped/train/llama.hpp>

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <map>
 #include <memory>
 #include <vector>
 #include <cstddef>
@@ -275,87 +274,6 @@ TEST_CASE("derivation: an embedding's rows and cross-entropy", "[train][derivati
     };
     const std::size_t reached = check_model_gradients(model, 1e-7, loss, ids, targets);
     REQUIRE(reached > V::extent * C::extent);  // the table and the head
-}
-
-namespace {
-using GptConfig = models::gpt_config<67, 16, 2, 3, 24>;
-using Gpt = models::GPT<GptConfig, double>;
-using GB = dim<"B", 2>;
-using GT = dim<"T", 9>;
-}  // namespace
-
-namespace {
-// The gradients value_and_grad derives for a model's cross-entropy, against those the model's
-// hand-written training passes (train::trainer, checked against PyTorch by the parity tests)
-// give for the same batch: every parameter, every element.
-template <class Model, class B, class Time>
-void check_against_trainer(const Model& model, const train::batch_ids<B, Time>& idx, const train::batch_ids<B, Time>& targets) {
-    const auto loss = [](const auto& m, const auto& idx, const auto& targets) { return train::cross_entropy(m(idx), targets); };
-    const auto [value, derived] = train::value_and_grad(loss, model, idx, targets);
-
-    auto trainer = std::make_unique<train::trainer<Model, B, Time>>();
-    train::gradients<Model> written;
-    const double expected = trainer->forward_backward(model, written, idx, targets);
-    REQUIRE(value == Approx(expected).epsilon(1e-13));
-    REQUIRE(value == Approx(models::cross_entropy(model(idx), targets)).epsilon(1e-13));
-    std::map<std::string, std::vector<double>> by_hand;
-    train::for_each_gradient(model, written, [&](std::string_view name, const auto&, const auto& w) {
-        by_hand[std::string(name)].assign(w.data(), w.data() + w.size());
-    });
-    std::size_t compared = 0;
-    train::for_each_gradient(model, derived, [&](std::string_view name, const auto&, const auto& d) {
-        const auto& w = by_hand.at(std::string(name));
-        double scale = 0;
-        for (const double v : w) scale = std::max(scale, std::abs(v));
-        INFO(name);
-        REQUIRE(scale > 0);  // every parameter takes a gradient
-        for (std::size_t i = 0; i < d.size(); ++i) {
-            INFO(std::string(name) << "[" << i << "]");
-            REQUIRE(d.data()[i] == Approx(w[i]).margin(1e-12 * scale).epsilon(1e-9));
-            ++compared;
-        }
-    });
-    REQUIRE(compared == nn::parameter_count<Model>);
-}
-
-// Biases and norm weights perturbed: zeros and ones would hide a swapped gradient.
-template <class Model>
-void perturb(Model& model, Generator& gen) {
-    nn::for_each_parameter(model, [&](std::string_view, auto& p) {
-        if (rank_of<std::remove_cvref_t<decltype(p)>> == 1)
-            for (double& v : p.elements()) v += 0.2 * (gen.uniform() - 0.5);
-    });
-}
-
-template <class B, class Time>
-std::pair<train::batch_ids<B, Time>, train::batch_ids<B, Time>> some_batch(std::size_t vocab) {
-    train::batch_ids<B, Time> idx, targets;
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-        idx.data()[i] = static_cast<std::int64_t>((7 * i + 3) % vocab);
-        targets.data()[i] = static_cast<std::int64_t>((11 * i + 5) % vocab);
-    }
-    targets.data()[4] = -1;
-    return {idx, targets};
-}
-}  // namespace
-
-TEST_CASE("derivation: nanoGPT's GPT, as the hand-written training passes give it", "[train][derivation]") {
-    Generator gen(5);
-    auto model = std::make_unique<Gpt>(gen);
-    perturb(*model, gen);
-    const auto [idx, targets] = some_batch<GB, GT>(GptConfig::vocab_size);
-    check_against_trainer(*model, idx, targets);
-}
-
-TEMPLATE_TEST_CASE_SIG("derivation: the Llama, grouped heads and rotary positions, as its hand-written passes give it",
-                       "[train][derivation]", ((bool Tied, nn::rotary_pairing Pairing), Tied, Pairing),
-                       (true, nn::rotary_pairing::adjacent), (false, nn::rotary_pairing::halves)) {
-    using Llama = models::Llama<models::llama_config<13, 8, 2, 4, 2, 8, 12, Tied, Pairing>, double>;
-    Generator gen(6);
-    auto model = std::make_unique<Llama>(gen);
-    perturb(*model, gen);
-    const auto [idx, targets] = some_batch<GB, dim<"T", 7>>(13);
-    check_against_trainer(*model, idx, targets);
 }
 
 namespace {

@@ -302,53 +302,6 @@ TEMPLATE_TEST_CASE("activation derivatives at known points", "[rows_backward][ac
               .epsilon(1e-6));
 }
 
-// ---- SwiGLU ----------------------------------------------------------------------------------
-
-namespace {
-
-template <class T>
-std::pair<std::vector<double>, std::vector<double>> swiglu_backward_in(const std::vector<double>& a,
-                                                                       const std::vector<double>& b,
-                                                                       const std::vector<double>& dh,
-                                                                       const std::vector<double>& start) {
-    const auto at = as<T>(a), bt = as<T>(b), dht = as<T>(dh);
-    auto da = as<T>(start), db = as<T>(start);
-    k::swiglu_backward(at.data(), bt.data(), dht.data(), da.data(), db.data(), a.size());
-    return {{da.begin(), da.end()}, {db.begin(), db.end()}};
-}
-
-}  // namespace
-
-TEST_CASE("swiglu_backward adds the finite differences' gradients of both inputs", "[rows_backward][swiglu]") {
-    for (const std::size_t n : row_lengths) {
-        INFO("n " << n);
-        auto a = uniform(n, -6, 6, 21), b = uniform(n, -2, 2, 22);
-        const auto dh = uniform(n, -1, 1, 23), start = uniform(n, -3, 3, 24);
-        const auto [da, db] = swiglu_backward_in<double>(a, b, dh, start);
-        const auto loss = [&] {
-            double s = 0;
-            for (std::size_t i = 0; i < n; ++i) s += silu(a[i]) * b[i] * dh[i];
-            return s;
-        };
-        require_close("da", minus(da, start), finite_differences(a, loss), fd_tol);
-        require_close("db", minus(db, start), finite_differences(b, loss), fd_tol);
-    }
-}
-
-TEST_CASE("swiglu_backward in float meets double's within float's precision", "[rows_backward][swiglu]") {
-    for (const std::size_t n : {1, 7, 100, 1000}) {
-        INFO("n " << n);
-        auto a = uniform(n, -8, 8, 31), b = uniform(n, -2, 2, 32), dh = uniform(n, -1, 1, 33);
-        for (auto* v : {&a, &b, &dh})
-            for (double& e : *v) e = static_cast<float>(e);
-        const std::vector<double> start(n, -0.25);
-        const auto f = swiglu_backward_in<float>(a, b, dh, start);
-        const auto d = swiglu_backward_in<double>(a, b, dh, start);
-        require_close("da", f.first, d.first, float_tol);
-        require_close("db", f.second, d.second, float_tol);
-    }
-}
-
 // ---- cross-entropy ---------------------------------------------------------------------------
 
 namespace {

@@ -8,7 +8,6 @@
 //   layer_norm_rows_saving    layer_norm_rows's forward, keeping each row's mean and 1/std
 //   layer_norm_rows_backward  its backward (LayerNorm, or RMSNorm when not centered)
 //   activation_backward       GELU (exact or tanh) and SiLU: din += dout * f'(x)
-//   swiglu_backward           h = silu(a) * b: da, db from dh
 //   cross_entropy_rows        F.cross_entropy's losses and softmax - one-hot, fused
 
 #include <cstddef>
@@ -41,11 +40,6 @@ enum class activation_kind { gelu, gelu_tanh, silu };
 // din[i] += dout[i] * f'(x[i]) for n elements; x is the activation's input.
 void activation_backward(activation_kind f, const float* x, const float* dout, float* din, std::size_t n);
 void activation_backward(activation_kind f, const double* x, const double* dout, double* din, std::size_t n);
-
-// SwiGLU's gate, h[i] = silu(a[i]) * b[i]: da[i] += dh[i] * b[i] * silu'(a[i]) and
-// db[i] += dh[i] * silu(a[i]), for n elements.
-void swiglu_backward(const float* a, const float* b, const float* dh, float* da, float* db, std::size_t n);
-void swiglu_backward(const double* a, const double* b, const double* dh, double* da, double* db, std::size_t n);
 
 // The summed cross-entropy of `rows` rows of logits over a vocabulary of `vocab`, and how many
 // rows counted: row r adds logsumexp(logits[r, :]) - logits[r, targets[r]], except a row whose

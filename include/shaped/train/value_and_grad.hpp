@@ -9,6 +9,9 @@
 //   auto [value, grads] = train::value_and_grad(loss, model, x, y);
 //   train::value_and_grad(loss, model, grads, x, y);   adds into grads, returns the value
 //
+// A training loop holds a shaped::storage_pool around its steps: each step's tensors then take
+// the blocks the step before freed, instead of fresh pages from the system.
+//
 // The loss is called once, with each tensor argument as a traced value (train/traced.hpp): what
 // it computes from them is recorded as it runs, and the model's parameters it reads are found
 // by address. It must return a 0-d traced value (a scalar that depends on the arguments).
@@ -51,14 +54,15 @@ inline constexpr bool scalar_traced<traced<T>> = true;
 template <class V>
 inline constexpr bool loss_is_0d = Failed<V> || scalar_traced<V>;
 
-// Runs the tape back from the loss's value, whose gradient is 1; returns the value.
+// Runs the tape back from the loss's value, whose gradient is seed (1, or a loss's scale);
+// returns the value.
 template <class V>
-double backward_from(tape& t, const V& value) {
+double backward_from(tape& t, const V& value, double seed = 1) {
     if constexpr (scalar_traced<V>) {
         using T = value_type_of<V>;
-        Tensor<T> one;
-        one.fill(T(1));
-        add_gradient(value.record(), one);
+        Tensor<T> gradient;
+        gradient.fill(static_cast<T>(seed));
+        add_gradient(value.record(), gradient);
         t.backward();
         return static_cast<double>(value.item());
     } else {
@@ -73,6 +77,7 @@ double backward_from(tape& t, const V& value) {
 template <class F, class M, class G, class... Args>
     requires detail::gradients_fit<M, G>
 double value_and_grad(F&& loss, const M& model, const G& grads, Args&&... args) {
+    storage_pool pool;  // the step's temporaries reuse each other's blocks
     tape t;
     detail::watch_parameters(t, model, grads);
     const auto value = std::forward<F>(loss)(model, detail::traced_argument(t, std::forward<Args>(args))...);
@@ -93,6 +98,7 @@ template <class F, class M, class... Args>
     requires std::is_void_v<detail::gradients_module_t<std::tuple_element_t<0, std::tuple<Args..., void>>>>
 std::pair<double, gradients<M>> value_and_grad(F&& loss, const M& model, Args&&... args) {
     std::pair<double, gradients<M>> result;
+    storage_pool pool;
     tape t;
     detail::watch_parameters(t, model, result.second);
     const auto value = std::forward<F>(loss)(model, detail::traced_argument(t, std::forward<Args>(args))...);
