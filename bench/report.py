@@ -39,6 +39,7 @@ LONG_CONTEXT = "llama/stories110m_ctx960_N64_kv"
 # Training steps (train_bench.cpp) and the fused attention backward (attention_backward_bench.cpp).
 TRAINING = "train/"
 CHAR_GPT = "train/char_gpt_B16_T64"
+CHAR_GPT_ONE_ROW = "train/char_gpt_B1_T64"
 GPT2_LAYERS = "train/gpt2_2layers_B1_T256_C768"
 ATTENTION_BACKWARD = "attention_backward/B1_NH12_T1024_HS64"
 NAMED = {
@@ -294,20 +295,24 @@ def targets(rows, ceiling, bandwidth, memory):
         add("that shape with 4 key/value heads, decoding at context 960: the cache's bytes and a token's time shrink",
             False, "missing")
 
+    # Training's targets are shares of the machine (its products' GFLOP/s over the sgemm ceiling
+    # of the same run), which hold from host to host; the ratio to PyTorch, which moves with the
+    # host, is said beside them.
     char_gpt = by_case.get(CHAR_GPT, {})
-    x = char_gpt.get("speedup_vs_pytorch")
-    measured = step_target(char_gpt, ceiling)
-    if x and char_gpt.get("flops") and ceiling:
-        # What 3x would ask of the products alone, whatever else a step does.
-        needed = char_gpt["flops"] * 3 / char_gpt["pytorch"] / 1e9
-        measured += f"; 3x PyTorch needs {needed:.0f} GFLOP/s of its products, {100 * needed / ceiling:.0f}% of sgemm"
+    share = char_gpt.get("share_of_ceiling")
     add("training step, nanoGPT's character GPT (vocab 256, context 64, 4 layers, 4 heads, 128 channels; B 16, T 64; "
-        "forward, backward, clip 1.0, AdamW): >= 3x PyTorch eager's steps/s", x is not None and x >= 3, measured)
+        "forward, derived backward, clip 1.0, AdamW): >= 80% of the sgemm ceiling", share is not None and share >= 0.8,
+        step_target(char_gpt, ceiling))
 
     gpt2_layers = by_case.get(GPT2_LAYERS, {})
-    x = gpt2_layers.get("speedup_vs_pytorch")
-    add("training step, two GPT-2 layers (C 768, 12 heads, vocab 50257, tied classifier; B 1, T 256): >= 1.3x "
-        "PyTorch eager's steps/s", x is not None and x >= 1.3, step_target(gpt2_layers, ceiling))
+    share = gpt2_layers.get("share_of_ceiling")
+    add("training step, two GPT-2 layers (C 768, 12 heads, vocab 50257, tied classifier; B 1, T 256): >= 85% of the "
+        "sgemm ceiling", share is not None and share >= 0.85, step_target(gpt2_layers, ceiling))
+
+    one_row = by_case.get(CHAR_GPT_ONE_ROW, {})
+    x = one_row.get("speedup_vs_pytorch")
+    add("training step, the character GPT at B 1, T 64 (small ops: what each costs beside its arithmetic): >= 2x "
+        "PyTorch eager's steps/s", x is not None and x >= 2, step_target(one_row, ceiling))
 
     backward = by_case.get(ATTENTION_BACKWARD, {})
     share = backward.get("share_of_ceiling")

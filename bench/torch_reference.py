@@ -283,6 +283,7 @@ def cases(only):
     # random ids (the work does not depend on them).
     for name, (vocab, block, layers, heads, channels, gelu), (B, T) in [
             ("train/char_gpt_B16_T64", (256, 64, 4, 4, 128, 'none'), (16, 64)),
+            ("train/char_gpt_B1_T64", (256, 64, 4, 4, 128, 'none'), (1, 64)),
             ("train/gpt2_2layers_B1_T256_C768", (50257, 256, 2, 12, 768, 'tanh'), (1, 256))]:
         if only and only not in name:
             continue

@@ -8,6 +8,8 @@
 //
 //   train/char_gpt_B16_T64            a character-level GPT: vocab 256 (bytes), context 64, 4
 //                                     layers, 4 heads, 128 channels, exact GELU, biases
+//   train/char_gpt_B1_T64             the same at one row: a step of small ops, where what each
+//                                     op costs beside its arithmetic shows
 //   train/gpt2_2layers_B1_T256_C768   two GPT-2 layers (768 channels, 12 heads, tanh GELU) under
 //                                     GPT-2's vocabulary (50257) and tied classifier, T 256. One
 //                                     row a batch: a step is already about a second on one
@@ -108,11 +110,16 @@ void train_step(benchmark::State& state) {
 }
 
 using char_gpt = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 16, 64>;
+using char_gpt_one_row = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 1, 64>;
 using gpt2_layers = training<shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256>;
 
 }  // namespace
 
 BENCHMARK(train_step<char_gpt>)->Name("train/char_gpt_B16_T64/shaped")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(train_step<char_gpt_one_row>)
+    ->Name("train/char_gpt_B1_T64/shaped")
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 // About a second a step: three repetitions of two steps are enough to take the fastest.
 BENCHMARK(train_step<gpt2_layers>)
     ->Name("train/gpt2_2layers_B1_T256_C768/shaped")
