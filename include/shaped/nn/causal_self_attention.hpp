@@ -3,7 +3,8 @@
 //
 //   1. project    x (B, T, C) -> q, k, v, each (B, [NH,] T, HS), where the layer's projections
 //                 put them (views of one fused projection, or tensors of their own)
-//   2. position   the layer's position encoding, applied to q and k in place
+//   2. position   the layer's position encoding of q and k (in place, or returned and written
+//                 back, so that decoding caches the encoded keys)
 //   3. cache      decoding only: k and v appended to the cache
 //   4. attend     softmax(q k^T * HS^-0.5, causal) v, written straight into the merged layout
 //                 (B, T, [NH x] HS): the heads side by side, with no copy to merge them. With
@@ -19,9 +20,14 @@
 //                                              held with eval(...) (so that a differentiated x
 //                                              gives values on the tape, train/traced.hpp)
 //   heads(projected)                           q, k, v as writable views (B, [NH,] T, HS)
-//   encode_positions(q, k, starts)             step 2; starts[b] is row b's first position
-//                                              (differentiated: none, or a rotary_encoding
-//                                              as position(), whose backward turns back)
+//   encode_positions(q, k, starts)             step 2; starts[b] is row b's first position.
+//                                              Either writes q and k in place (void: none, or
+//                                              a rotary_encoding as position(), whose backward
+//                                              turns back), or returns them encoded, a pair
+//                                              held with eval(...) (`return std::pair{eval(
+//                                              q_norm(q)), eval(k_norm(k))};`): written back
+//                                              into q and k, or, differentiated, attended as
+//                                              the values the layer's ops recorded
 //   heads_of(merged)                           the merged (B, T, M) tensor as (B, [NH,] T, HS)
 //   project_out(merged)                        step 5
 //   window_type                                optional: shaped::window<W>, a sliding window
@@ -37,6 +43,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -121,6 +128,11 @@ void attend_heads(const Out& out, const Q& q, const K& k, const V& v, typename L
             causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale);
 }
 
+// Step 2 of the plain paths: the layer's encode_positions, its q and k written back where it
+// returns them.
+template <class Layer, class Q, class K>
+void encode_positions_in_place(const Layer& layer, const Q& q, const K& k, std::span<const std::size_t> starts);
+
 // Steps 1, 2, 4 and 5; `attend(heads_out, q, k, v)` is step 4 (and 3, decoding).
 template <class Layer, class X, class Attend>
 auto run_self_attention(const Layer& layer, const X& x, std::span<const std::size_t> starts, Attend&& attend);
@@ -200,10 +212,21 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
         return layer.project_out(
             attended_heads<Layer>(encoded_q, encoded_k, v, attention_scale<typename Layer::head_size_dim, Value>, x));
     } else {
-        layer.encode_positions(q, k, starts);
+        encode_positions_in_place(layer, q, k, starts);
         Tensor<typename Layer::value_type, B, T, M> merged{Shape<B, T, M>({x.extents()[0], x.extents()[1], M::extent})};
         attend(Layer::heads_of(merged), q, k, v);
         return layer.project_out(std::move(merged));
+    }
+}
+
+template <class Layer, class Q, class K>
+void encode_positions_in_place(const Layer& layer, const Q& q, const K& k, std::span<const std::size_t> starts) {
+    if constexpr (std::is_void_v<decltype(layer.encode_positions(q, k, starts))>) {
+        layer.encode_positions(q, k, starts);
+    } else {
+        const auto [encoded_q, encoded_k] = layer.encode_positions(q, k, starts);
+        q = encoded_q;
+        k = encoded_k;
     }
 }
 

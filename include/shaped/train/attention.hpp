@@ -7,9 +7,10 @@
 //
 //   attended_heads<Layer, X>(q, k, v, scale, x)    the merged heads (B, T, M), traced
 //
-// q, k and v are the layer's heads (B, [NH,] T, HS), views of its traced projections; the
-// result is laid out as the layer merges its heads (Layer::heads_of), and the gradients of
-// q, k and v add straight into the gradients of the projections they view.
+// q, k and v are the layer's heads (B, [NH,] T, HS): views of its traced projections, or traced
+// values of their own (q and k as a layer's encode_positions returns them, contiguous); the
+// result is laid out as the layer merges its heads (Layer::heads_of), and the gradients of q, k
+// and v add straight into the gradients of what they are or view.
 
 #include <shaped/kernels/attention_backward.hpp>
 #include <shaped/nn/causal_self_attention.hpp>
@@ -19,8 +20,10 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <utility>
 #include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace shaped::train {
@@ -123,19 +126,29 @@ const auto& position_encoding_of(const Layer& layer) {
 
 }  // namespace detail
 
-// q and k with the layer's positions encoded: as they are for a layer that encodes none (GPT's
-// positions are embeddings), rotated copies for a rotary layer's (Llama's).
+// q and k with the layer's positions encoded: what the layer returns, for a layer whose
+// encode_positions returns them (recorded by the ops it ran, e.g. a QK-norm layer's RMSNorms);
+// as they are for a layer that encodes none (GPT's positions are embeddings); rotated copies for
+// a rotary layer's (Llama's).
 template <class Layer, class Q, class K>
     requires(reads_traced<Q> || reads_traced<K>)
 auto encoded_positions(const Layer& layer, const Q& q, const K& k, std::span<const std::size_t> starts) {
-    const auto& encoding = detail::position_encoding_of(layer);
-    using Encoding = std::remove_cvref_t<decltype(encoding)>;
-    if constexpr (std::is_same_v<Encoding, nn::no_position_encoding>) {
-        return std::pair{q, k};
+    if constexpr (!std::is_void_v<decltype(layer.encode_positions(q, k, starts))>) {
+        auto encoded = layer.encode_positions(q, k, starts);
+        static_assert(is_traced<std::remove_cvref_t<decltype(std::get<0>(encoded))>> &&
+                          is_traced<std::remove_cvref_t<decltype(std::get<1>(encoded))>>,
+                      "shaped::train: a layer's encode_positions returns q and k held with eval(...)");
+        return encoded;
     } else {
-        static_assert(requires(tensor_for<value_type_of<Q>, dims_of<Q>>& x) { encoding.rotate_backward(view_of(x), starts); },
-                      "shaped::train: this layer's position encoding has no derivative");
-        return std::pair{detail::rotated(encoding, q, starts), detail::rotated(encoding, k, starts)};
+        const auto& encoding = detail::position_encoding_of(layer);
+        using Encoding = std::remove_cvref_t<decltype(encoding)>;
+        if constexpr (std::is_same_v<Encoding, nn::no_position_encoding>) {
+            return std::pair{q, k};
+        } else {
+            static_assert(requires(tensor_for<value_type_of<Q>, dims_of<Q>>& x) { encoding.rotate_backward(view_of(x), starts); },
+                          "shaped::train: this layer's position encoding has no derivative");
+            return std::pair{detail::rotated(encoding, q, starts), detail::rotated(encoding, k, starts)};
+        }
     }
 }
 
