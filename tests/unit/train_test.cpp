@@ -1,5 +1,8 @@
 // Training: gradients typed as their module, AdamW against its definition, nanoGPT's schedule,
-// gradient clipping, and the GPT's backward against central finite differences in double.
+// gradient clipping, and the GPT's, the Llama's and a user's QK-norm GPT's backward against
+// central finite differences in double.
+#include "../user_programs/qk_norm_gpt.hpp"
+
 #include <shaped/shaped.hpp>
 
 #include <catch2/catch.hpp>
@@ -262,6 +265,21 @@ TEMPLATE_TEST_CASE("the Llama's gradients are the loss's central differences, in
     REQUIRE(loss == Approx(shaped::models::cross_entropy((*model)(idx), targets)).epsilon(1e-12));
 
     REQUIRE(require_central_differences(*model, grads, *trainer, idx, targets) > 80);
+}
+
+TEST_CASE("a user's QK-norm GPT's gradients are the loss's central differences, in double", "[train]") {
+    // tests/user_programs/qk_norm_gpt.hpp's: its q and k returned by its encode_positions, as
+    // values of their own, whose gradients flow back through the RMSNorms into the projection.
+    using Model = QKNormGPT<TinyConfig<shaped::nn::activation::gelu>, double>;
+    auto model = drawn_model<Model>(51);
+    const Ids idx = drawn_ids(52, 11);
+    const Ids targets = drawn_ids(53, 11);
+    auto trainer = std::make_unique<shaped::train::trainer<Model, Batch, Time>>();
+    shaped::train::gradients<Model> grads;
+    const double loss = trainer->forward_backward(*model, grads, idx, targets);
+    REQUIRE(loss == Approx(shaped::models::cross_entropy((*model)(idx), targets)).epsilon(1e-12));
+
+    REQUIRE(require_central_differences(*model, grads, *trainer, idx, targets) > 100);
 }
 
 TEST_CASE("a target outside the vocabulary is refused before any gradient changes", "[train]") {
