@@ -54,11 +54,16 @@ before and after (named_parameters(), so the tied lm_head once, as transformer.w
 batches, each step's loss, lr and unclipped gradient norm, and step 0's gradients.
 train_gpt_f64/ is the same run in float64 from the same (widened) weights and batches, which
 clip_and_step_by_hand (the optimizer written out, not torch.optim) must reproduce.
+train_qknorm_f64/ is a user's variant, GPT_CONFIG's GPT with QK-norm attention (QKNormAttention:
+each head's q and k RMS-normalised over the head size, with learned weights q_norm and k_norm),
+drawn in float32 from torch.manual_seed(TRAIN_QKNORM_SEED) and perturbed as train_gpt's is, then
+trained as train_gpt_f64 is, in float64 on train_gpt's batches: its initial parameters (float32),
+each step's loss and unclipped gradient norm, step 0's gradients and the final parameters.
 train_llama/ is a tiny Llama (the Llama reference, llama2.c's names, an untied output.weight)
 drawn from torch.manual_seed(TRAIN_LLAMA_SEED): its weights, ids and targets, and one forward and
 backward of the mean cross-entropy by autograd (logits, loss, every weight's gradient). The
 float32 gradients are asserted to agree with float64 ones, and those with central differences.
-`--only train_gpt train_gpt_f64 train_llama` writes just those folders.
+`--only train_gpt train_gpt_f64 train_qknorm_f64 train_llama` writes just those folders.
 
 derivation/ is for train::value_and_grad's derived gradients (derivation_parity_test.cpp), in
 float64 on one torch thread. From torch.manual_seed(DERIVATION_SEED), in this order, the
@@ -122,6 +127,8 @@ TRAIN_GPT_SEED = 8181
 TRAIN_GPT = dict(steps=50, accumulation=2, batch_size=4, data_length=2000, weight_decay=0.1,
                  betas=(0.9, 0.95), eps=1e-8, grad_clip=1.0, learning_rate=1e-2, warmup_iters=5,
                  lr_decay_iters=40, min_lr=1e-3)
+# The QK-norm GPT (QKNormAttention): TRAIN_GPT's run on train_gpt's batches, in float64.
+TRAIN_QKNORM_SEED = 8282
 TRAIN_LLAMA_SEED = 9292
 TRAIN_LLAMA_CONFIG = dict(vocab_size=67, dim=24, hidden_dim=40, n_layers=2, n_heads=4, n_kv_heads=2,
                           seq_len=16)
@@ -163,12 +170,41 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        q, k = self.encode(q, k)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
         y = att @ v  # (B, nh, T, hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.c_proj(y)
+
+    def encode(self, q, k):
+        """q and k before their scores: as projected (a variant's hook)."""
+        return q, k
+
+
+class RMSNorm(nn.Module):
+    """rms_norm with a learned weight, ones at first (torch 1.13 has no nn.RMSNorm)."""
+
+    def __init__(self, ndim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+
+    def forward(self, x):
+        return rms_norm(x, self.weight)
+
+
+class QKNormAttention(CausalSelfAttention):
+    """A user's variant: each head's q and k RMS-normalised over the head size, each with a
+    learned weight (q_norm, k_norm), before their scores."""
+
+    def __init__(self, n_embd, n_head, block_size, bias=True):
+        super().__init__(n_embd, n_head, block_size, bias)
+        self.q_norm = RMSNorm(n_embd // n_head)
+        self.k_norm = RMSNorm(n_embd // n_head)
+
+    def encode(self, q, k):
+        return self.q_norm(q), self.k_norm(k)
 
 
 class LayerNorm(nn.Module):
@@ -199,10 +235,10 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """nanoGPT's Block: pre-LN attention, then the MLP, each added to the residual stream."""
 
-    def __init__(self, n_embd, n_head, block_size, bias=True, gelu="none"):
+    def __init__(self, n_embd, n_head, block_size, bias=True, gelu="none", attention=CausalSelfAttention):
         super().__init__()
         self.ln_1 = LayerNorm(n_embd, bias=bias)
-        self.attn = CausalSelfAttention(n_embd, n_head, block_size, bias=bias)
+        self.attn = attention(n_embd, n_head, block_size, bias=bias)
         self.ln_2 = LayerNorm(n_embd, bias=bias)
         self.mlp = MLP(n_embd, bias=bias, gelu=gelu)
 
@@ -214,14 +250,15 @@ class Block(nn.Module):
 
 class GPT(nn.Module):
     """nanoGPT's GPT (model.py) without dropout: the transformer ModuleDict, lm_head tied to wte,
-    and nanoGPT's initialisation."""
+    and nanoGPT's initialisation. `attention` is the blocks' attention class."""
 
-    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd, bias=True, gelu="none"):
+    def __init__(self, vocab_size, block_size, n_layer, n_head, n_embd, bias=True, gelu="none",
+                 attention=CausalSelfAttention):
         super().__init__()
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab_size, n_embd),
             wpe=nn.Embedding(block_size, n_embd),
-            h=nn.ModuleList([Block(n_embd, n_head, block_size, bias, gelu) for _ in range(n_layer)]),
+            h=nn.ModuleList([Block(n_embd, n_head, block_size, bias, gelu, attention) for _ in range(n_layer)]),
             ln_f=LayerNorm(n_embd, bias=bias),
         ))
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
@@ -711,15 +748,15 @@ def clip_and_step_by_hand(params, moments, step, lr):
     return norm
 
 
-def train_gpt(initial, dtype, batches_idx, batches_targets, by_hand=False):
+def train_gpt(initial, dtype, batches_idx, batches_targets, by_hand=False, attention=CausalSelfAttention):
     """nanoGPT's training loop (train.py, without evaluation or checkpoints) on a GPT_CONFIG GPT
     started from `initial` (named_parameters()) in `dtype`: each step sets get_lr(step) on both
     groups, runs its micro-batches' forwards and backwards (each loss divided by their number),
     clips the gradients' total norm to grad_clip, and steps AdamW (torch's, or with `by_hand`
     clip_and_step_by_hand). Returns each step's loss (the mean of its micro-batches'), lr and
-    unclipped norm, step 0's gradients, the final parameters."""
+    unclipped norm, step 0's gradients, the final parameters. `attention` is the blocks'."""
     c = TRAIN_GPT
-    model = GPT(**GPT_CONFIG).to(dtype)
+    model = GPT(**GPT_CONFIG, attention=attention).to(dtype)
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(initial[name])
@@ -761,9 +798,9 @@ def single_threaded(compute):
         torch.set_num_threads(threads)
 
 
-def compute_train_gpt():
-    """nanoGPT's GPT trained TRAIN_GPT["steps"] steps as train.py trains it, in float32 and in
-    float64 from the same weights and batches: the folders train_gpt/ and train_gpt_f64/."""
+def train_gpt_start():
+    """train_gpt/'s initial parameters and batches, drawn in that order from
+    torch.manual_seed(TRAIN_GPT_SEED)."""
     c = TRAIN_GPT
     torch.manual_seed(TRAIN_GPT_SEED)
     model = GPT(**GPT_CONFIG)
@@ -774,17 +811,27 @@ def compute_train_gpt():
     t = GPT_CONFIG["block_size"]
     starts = torch.randint(len(data) - t, (c["steps"], c["accumulation"], c["batch_size"]))
     window = starts[..., None] + torch.arange(t)
-    batches_idx, batches_targets = data[window], data[window + 1]
+    return initial, data[window], data[window + 1]
 
-    def run(dtype):  # twice, which must agree to the bit
-        first, again = (single_threaded(lambda: train_gpt(initial, dtype, batches_idx, batches_targets))
-                        for _ in range(2))
-        for a, b in zip(first, again):
-            assert np.array_equal(a, b) if isinstance(a, np.ndarray) else all(torch.equal(a[n], b[n]) for n in a)
-        return first
 
-    losses, lrs, norms, gradients, final = run(torch.float32)
-    losses64, lrs64, norms64, gradients64, final64 = run(torch.float64)
+def train_twice(initial, dtype, batches_idx, batches_targets, attention=CausalSelfAttention):
+    """train_gpt's results, from two runs that must agree to the bit."""
+    first, again = (single_threaded(lambda: train_gpt(initial, dtype, batches_idx, batches_targets,
+                                                      attention=attention))
+                    for _ in range(2))
+    for a, b in zip(first, again):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else all(torch.equal(a[n], b[n]) for n in a)
+    return first
+
+
+def compute_train_gpt():
+    """nanoGPT's GPT trained TRAIN_GPT["steps"] steps as train.py trains it, in float32 and in
+    float64 from the same weights and batches: the folders train_gpt/ and train_gpt_f64/."""
+    c = TRAIN_GPT
+    initial, batches_idx, batches_targets = train_gpt_start()
+    losses, lrs, norms, gradients, final = train_twice(initial, torch.float32, batches_idx, batches_targets)
+    losses64, lrs64, norms64, gradients64, final64 = train_twice(initial, torch.float64, batches_idx,
+                                                                 batches_targets)
     assert np.array_equal(lrs, lrs64)
     loss_difference = np.abs(losses - losses64).max()
     assert loss_difference <= 1e-4, loss_difference
@@ -822,6 +869,34 @@ def compute_train_gpt():
                "float32 vs float64: losses, step 0 gradients, final parameters max |diff|":
                    (loss_difference, gradient_difference, final_difference),
                "float64 by hand vs torch.optim: losses, norms, final parameters max |diff|": hand_differences}
+    return folders, summary
+
+
+def compute_train_qknorm():
+    """The QK-norm GPT (GPT_CONFIG's sizes, QKNormAttention in its blocks) drawn from
+    torch.manual_seed(TRAIN_QKNORM_SEED) in float32 and perturbed as train_gpt's is, then trained
+    as train_gpt_f64 is, in float64 on train_gpt's batches: the folder train_qknorm_f64/."""
+    _, batches_idx, batches_targets = train_gpt_start()
+    torch.manual_seed(TRAIN_QKNORM_SEED)
+    model = GPT(**GPT_CONFIG, attention=QKNormAttention)
+    perturb_biases_and_norms(model)
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    assert any(name.endswith("attn.q_norm.weight") for name in initial)
+    losses, lrs, norms, gradients, final = train_twice(initial, torch.float64, batches_idx, batches_targets,
+                                                       attention=QKNormAttention)
+    assert losses[-10:].mean() < losses[:5].mean() - 0.5, losses  # it learns
+    metadata = {"format": "pt", "n_head": str(GPT_CONFIG["n_head"])}
+    folders = {"train_qknorm_f64": {
+        "initial.safetensors": (initial, metadata),
+        "losses.npy": losses, "grad_norms.npy": norms,
+        "gradients_step0.safetensors": (gradients, metadata),
+        "final.safetensors": (final, metadata),
+    }}
+    summary = {"parameters": sum(p.numel() for p in initial.values()),
+               "loss, first and last": (losses[0], losses[-1]),
+               "grad norm, first and last": (norms[0], norms[-1]),
+               "largest |q_norm, k_norm gradient| at step 0":
+                   max(g.abs().max().item() for n, g in gradients.items() if "_norm." in n)}
     return folders, summary
 
 
@@ -1184,6 +1259,8 @@ def main():
     training = {}  # model -> ({folder: {file: content}}, summary)
     if wanted("train_gpt") or wanted("train_gpt_f64"):
         training["GPT"] = compute_train_gpt()
+    if wanted("train_qknorm_f64"):
+        training["QK-norm GPT"] = compute_train_qknorm()
     if wanted("train_llama"):
         training["Llama"] = compute_train_llama()
     for model, (folders, summary) in training.items():

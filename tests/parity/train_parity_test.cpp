@@ -1,8 +1,11 @@
-// Training against PyTorch: nanoGPT's GPT trained 50 steps by torch 1.13 (tests/parity/
-// make_fixtures.py's train_gpt and train_gpt_f64: AdamW with nanoGPT's weight-decay groups,
-// its warmup and cosine schedule, clipping at norm 1, two micro-batches a step) and by shaped
-// from the same initial weights on the same batches. Every step's loss, learning rate and
-// gradient norm, step 0's gradients and the final parameters must agree.
+// Training against PyTorch: nanoGPT's GPT, and a user's QK-norm variant of it, trained 50 steps
+// by torch 1.13 (tests/parity/make_fixtures.py's train_gpt, train_gpt_f64 and train_qknorm_f64:
+// AdamW with nanoGPT's weight-decay groups, its warmup and cosine schedule, clipping at norm 1,
+// two micro-batches a step) and by shaped from the same initial weights on the same batches.
+// Every step's loss, learning rate and gradient norm, step 0's gradients and the final
+// parameters must agree.
+#include "../user_programs/qk_norm_gpt.hpp"
+
 #include <shaped/shaped.hpp>
 
 #include <catch2/catch.hpp>
@@ -36,13 +39,21 @@ shaped::train::batch_ids<B, T> micro_batch(const Batches& all, std::size_t s, st
     return ids;
 }
 
-// The float32 initial weights, as Real.
-template <class Real>
-std::unique_ptr<shaped::models::GPT<Config, Real>> initial_model() {
-    const auto stored = shaped::models::load_gpt<Config>(fixture("train_gpt/initial.safetensors"));
+// A model's parameters from a fixture file, named as PyTorch's named_parameters() names them.
+template <class Model>
+std::unique_ptr<Model> loaded(const std::string& file) {
+    auto model = std::make_unique<Model>();
+    shaped::io::load_parameters(*model, fixture(file));
+    return model;
+}
+
+// The float32 initial weights of `folder`, as Real.
+template <template <class, class> class Model, class Real>
+std::unique_ptr<Model<Config, Real>> initial_model(const std::string& folder) {
+    const auto stored = loaded<Model<Config, float>>(folder + "/initial.safetensors");
     std::vector<double> values;
     shaped::nn::for_each_parameter(*stored, [&](std::string_view, auto& p) { values.insert(values.end(), p.data(), p.data() + p.size()); });
-    auto model = std::make_unique<shaped::models::GPT<Config, Real>>();
+    auto model = std::make_unique<Model<Config, Real>>();
     std::size_t next = 0;
     shaped::nn::for_each_parameter(*model, [&](std::string_view, auto& p) {
         for (Real& v : p.elements()) v = static_cast<Real>(values[next++]);
@@ -82,11 +93,13 @@ std::map<std::string, double, std::less<>> float32_rounding_spread() {
     return spread;
 }
 
-template <class Real, class Tolerance>
-void train_as_torch(const std::string& folder, double loss_tolerance, double gradient_tolerance,
-                    const Tolerance& parameter_tolerance) {
-    using Model = shaped::models::GPT<Config, Real>;
-    auto model = initial_model<Real>();
+// Model<Config, Real> trained as PyTorch trained it, from the initial weights of `start` (a
+// folder) on train_gpt's batches, against the run `folder` holds.
+template <template <class, class> class Family, class Real, class Tolerance>
+void train_as_torch(const std::string& start, const std::string& folder, double loss_tolerance,
+                    double gradient_tolerance, const Tolerance& parameter_tolerance) {
+    using Model = Family<Config, Real>;
+    auto model = initial_model<Family, Real>(start);
     const auto idx = shaped::io::load_npy<std::int64_t, Steps, Micro, B, T>(fixture("train_gpt/batches_idx.npy"));
     const auto targets = shaped::io::load_npy<std::int64_t, Steps, Micro, B, T>(fixture("train_gpt/batches_targets.npy"));
     const auto losses = shaped::io::load_npy<double, Steps>(fixture(folder + "/losses.npy"));
@@ -106,14 +119,14 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
         INFO("step " << s);
         REQUIRE(loss == Approx(losses(s)).epsilon(loss_tolerance));
         if (s == 0) {
-            const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/gradients_step0.safetensors"));
+            const auto expected = loaded<Model>(folder + "/gradients_step0.safetensors");
             require_close(*expected, grads, [&](std::string_view) { return gradient_tolerance; });
         }
         REQUIRE(shaped::train::clip_grad_norm(grads, 1.0) == Approx(norms(s)).epsilon(loss_tolerance));
         REQUIRE(schedule(s) == Approx(lrs(s)).epsilon(1e-15));
         opt.step(*model, grads, schedule(s));
     }
-    const auto expected = shaped::models::load_gpt<Config, Real>(fixture(folder + "/final.safetensors"));
+    const auto expected = loaded<Model>(folder + "/final.safetensors");
     // The trained parameters walked beside the expected ones, as gradients are.
     require_close(*expected, shaped::train::gradient_ref<Model>(*model), parameter_tolerance);
 }
@@ -132,7 +145,7 @@ void train_as_torch(const std::string& folder, double loss_tolerance, double gra
 // for AdamW's eps to let through.
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[parity][train]") {
     const auto spread = float32_rounding_spread();
-    train_as_torch<float>("train_gpt", 1e-4, 1e-6, [&](std::string_view name) {
+    train_as_torch<shaped::models::GPT, float>("train_gpt", "train_gpt", 1e-4, 1e-6, [&](std::string_view name) {
         const auto moved = spread.find(name);
         REQUIRE(moved != spread.end());
         return 1e-4 + 8 * moved->second;
@@ -140,7 +153,16 @@ TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[par
 }
 
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float64", "[parity][train]") {
-    train_as_torch<double>("train_gpt_f64", 1e-10, 1e-12, [](std::string_view) { return 1e-10; });
+    train_as_torch<shaped::models::GPT, double>("train_gpt", "train_gpt_f64", 1e-10, 1e-12,
+                                                [](std::string_view) { return 1e-10; });
+}
+
+// The variant is tests/user_programs/qk_norm_gpt.hpp's, the guide's: its gradients, the
+// RMSNorms' of q and k among them, are derived from its forward as it is written.
+TEST_CASE("50 training steps of a QK-norm GPT (a user's attention variant) match PyTorch's in float64",
+          "[parity][train]") {
+    train_as_torch<QKNormGPT, double>("train_qknorm_f64", "train_qknorm_f64", 1e-10, 1e-12,
+                                      [](std::string_view) { return 1e-10; });
 }
 
 TEST_CASE("a Llama's loss, logits and gradients match PyTorch's autograd", "[parity][train]") {
