@@ -9,6 +9,8 @@
 #       must not compile, and each REGEX must match a line of the diagnostic (compile-fail test)
 #   <!-- guide-test: output -->  (before a plain ``` block) each of its lines must be printed
 #       by the section's program
+#   <!-- guide-test: top-level -->  the block declares what main() cannot (a class with member
+#       templates, as a layer has): it goes before main(), after the section's earlier ones
 #   <!-- guide-test: skip BECAUSE -->  the block is not compiled; say why in BECAUSE
 # A marker not followed by a block, one it does not know, or two headings that make one name
 # stop the configure.
@@ -32,6 +34,7 @@ function(shaped_guide_snippets markdown out_dir)
   set(fail_names "")
   set(sections_with_code "")
   set(section introduction)
+  set(top "")          # a section's top-level blocks
   set(body "")
   set(expected "")
   set(fail_count 0)
@@ -44,13 +47,14 @@ function(shaped_guide_snippets markdown out_dir)
       if(line MATCHES "^##+ (.*)$")
         _shaped_guide_flush()
         _shaped_guide_name(section "${CMAKE_MATCH_1}")
+        set(top "")
         set(body "")
         set(expected "")
         set(fail_count 0)
       elseif(line MATCHES "^<!-- guide-test: (.*) -->$")
         set(marker "${CMAKE_MATCH_1}")
         set(marker_line ${line_number})
-        if(NOT marker MATCHES "^(compile-fail( \"[^\"]+\")+|output|skip .+)$")
+        if(NOT marker MATCHES "^(compile-fail( \"[^\"]+\")+|output|top-level|skip .+)$")
           message(FATAL_ERROR "${markdown_name}:${line_number}: unknown guide-test marker `${marker}`")
         endif()
       elseif(line MATCHES "^```(.*)$")
@@ -92,6 +96,8 @@ macro(_shaped_guide_close_block)
     endif()
   elseif(marker STREQUAL "")
     string(APPEND body "${located}")
+  elseif(marker STREQUAL "top-level")
+    string(APPEND top "${located}")
   elseif(marker MATCHES "^compile-fail")
     math(EXPR fail_count "${fail_count} + 1")
     set(fail_name ${section}.compile_fail)
@@ -105,7 +111,7 @@ macro(_shaped_guide_close_block)
       string(APPEND expectations "${regex}")
     endforeach()
     # The control (see ShapedCompileFail.cmake) compiles the section without this block.
-    _shaped_guide_write(${fail_name}.cpp
+    _shaped_guide_write(${fail_name}.cpp "${top}"
       "${expectations}${body}#ifndef SHAPED_COMPILE_FAIL_CONTROL\n${located}#endif\n")
     list(APPEND fail_names ${fail_name})
   else()
@@ -115,16 +121,16 @@ endmacro()
 
 # A section has ended: write its program, if it has one.
 macro(_shaped_guide_flush)
-  if(NOT body STREQUAL "" OR fail_count GREATER 0)
+  if(NOT top STREQUAL "" OR NOT body STREQUAL "" OR fail_count GREATER 0)
     if(section IN_LIST sections_with_code)
       message(FATAL_ERROR "${markdown_name}: two sections with code are named `${section}`")
     endif()
     list(APPEND sections_with_code ${section})
   endif()
-  if(NOT body STREQUAL "")
-    _shaped_guide_write(${section}.cpp "${body}")
+  if(NOT top STREQUAL "" OR NOT body STREQUAL "")
+    _shaped_guide_write(${section}.cpp "${top}" "${body}")
     if(NOT expected STREQUAL "")
-      _shaped_guide_write(${section}.expected "${expected}" RAW)
+      _shaped_guide_write(${section}.expected "" "${expected}" RAW)
     endif()
     list(APPEND run_names ${section})
   elseif(NOT expected STREQUAL "")
@@ -132,15 +138,16 @@ macro(_shaped_guide_flush)
   endif()
 endmacro()
 
-# Writes out_dir/<file>: a program wrapping `code` (or, with RAW, `code` as it is), decoded.
-# The file is left alone when unchanged, so that an edit to one section rebuilds only its test.
-function(_shaped_guide_write file code)
+# Writes out_dir/<file>: a program of `top` before main() and `code` inside it (or, with RAW,
+# `code` as it is), decoded. The file is left alone when unchanged, so that an edit to one
+# section rebuilds only its test.
+function(_shaped_guide_write file top code)
   if("${ARGN}" STREQUAL "RAW")
     set(content "${code}")
   else()
     set(content "// Generated from ${markdown_name} by tests/guide/GuideSnippets.cmake: edit the guide.\n")
     string(APPEND content "#include <shaped/shaped.hpp>\n\n#include <cstdint>\n#include <fstream>\n#include <iostream>\n#include <limits>\n#include <string>\n\n")
-    string(APPEND content "int main() {\n${code}}\n")
+    string(APPEND content "${top}int main() {\n${code}}\n")
   endif()
   _shaped_guide_transcode(content DECODE)
   file(WRITE ${out_dir}/${file}.new "${content}")

@@ -1,20 +1,21 @@
-// A user's attention variant and the GPT around it, as docs/guide.md's "Training your own
-// variant" writes them: QK-norm attention (each head's queries and keys RMS-normalised over the
-// head size, with a learned weight each, before their scores) in nanoGPT's GPT. Nothing here is
-// written for training: train::trainer derives its gradients from these forwards. Shared by the
-// user program qk_norm_attention.cpp, the training tests (unit and parity) and the benchmark.
+// A user's attention variant and the GPT around it, exactly as docs/guide.md's "Training your
+// own variant" writes them: QK-norm attention (each head's queries and keys RMS-normalised over
+// the head size, with a learned weight each, before their scores; its encode_positions returns
+// them) in nanoGPT's GPT (biases, exact GELU, lm_head tied to wte). Nothing here is written for
+// training: train::trainer derives the gradients from these forwards. Shared by the user program
+// qk_norm_attention.cpp, the training tests (unit and parity) and bench/train_bench.cpp.
 #pragma once
 
 #include <shaped/shaped.hpp>
 
-#include <cmath>
 #include <cstddef>
 #include <span>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
-// nanoGPT's CausalSelfAttention (biases, a fused c_attn), with q_norm and k_norm.
+// nanoGPT's CausalSelfAttention, with q_norm and k_norm.
 template <shaped::StaticDim C, shaped::StaticDim NH, shaped::StaticDim HS, class T = float>
 struct QKNormAttention {
     using value_type = T;
@@ -25,7 +26,6 @@ struct QKNormAttention {
 
     QKNormAttention() = default;
     explicit QKNormAttention(shaped::Generator& gen) : c_attn(gen), c_proj(gen), q_norm(gen), k_norm(gen) {}
-
     template <class X>
     auto operator()(const X& x) const { return shaped::nn::causal_self_attention(*this, x); }
 
@@ -35,7 +35,6 @@ struct QKNormAttention {
         (shaped::nn::RMSNorm<HS, T>, q_norm),
         (shaped::nn::RMSNorm<HS, T>, k_norm));
 
-    // The parts nn::causal_self_attention runs, MultiHeadAttention's but for encode_positions.
     template <class X>
     auto project(const X& x) const { return eval(c_attn(x)); }
     template <class QKV>
@@ -46,7 +45,7 @@ struct QKNormAttention {
         };
         return std::tuple{part(0), part(1), part(2)};
     }
-    // The variant: queries and keys normalised, returned (written back when decoding).
+    // The variant: q and k normalised, returned.
     template <class Q, class K>
     auto encode_positions(const Q& q, const K& k, std::span<const std::size_t>) const {
         return std::pair{eval(q_norm(q)), eval(k_norm(k))};
@@ -57,12 +56,11 @@ struct QKNormAttention {
     auto project_out(const M& merged) const { return eval(c_proj(merged)); }
 };
 
-// nanoGPT's GPT (models::gpt_config's sizes, with biases and exact GELU) with QKNormAttention:
-// token and position embeddings, pre-LN blocks, ln_f, lm_head tied to wte.
+// nanoGPT's GPT (biases, exact GELU, lm_head tied to wte) with QKNormAttention.
 template <class Config, class T = float>
 struct QKNormGPT {
     using vocab_dim = shaped::dim<"V", Config::vocab_size>;
-    using context_dim = shaped::dim<"P", Config::block_size>;
+    using context_dim = shaped::dim<"P", Config::block_size>;   // the trainer checks T against it
     using C = shaped::dim<"C", Config::n_embd>;
     using NH = shaped::dim<"NH", Config::n_head>;
     using HS = shaped::dim<"HS", Config::n_embd / Config::n_head>;
@@ -90,14 +88,11 @@ struct QKNormGPT {
     };
 
     QKNormGPT() = default;
-    // nanoGPT's initialisation: matrices N(0, 0.02), c_proj's N(0, 0.02 / sqrt(2 n_layer)),
-    // norms' weights 1, biases 0.
-    explicit QKNormGPT(shaped::Generator& gen) {
-        const double residual_std = 0.02 / std::sqrt(2.0 * Config::n_layer);
+    explicit QKNormGPT(shaped::Generator& gen) {   // matrices N(0, 0.02), norms 1, biases 0
         shaped::nn::for_each_parameter(*this, [&](std::string_view name, auto& p) {
             if constexpr (shaped::rank_of<std::remove_cvref_t<decltype(p)>> == 2) {
                 gen.fill_normal(p.elements());
-                for (T& v : p.elements()) v *= static_cast<T>(name.ends_with("c_proj.weight") ? residual_std : 0.02);
+                for (T& v : p.elements()) v *= T(0.02);
             } else {
                 for (T& v : p.elements()) v = name.ends_with(".weight") ? T(1) : T(0);
             }
@@ -108,8 +103,8 @@ struct QKNormGPT {
     template <class Ids>
     auto operator()(const Ids& idx) const {
         using Time = shaped::dim_at<1, shaped::dims_of<Ids>>;
-        const auto positions = shaped::rename<context_dim, Time>(
-            shaped::slice<context_dim>(transformer.wpe.weight, 0, idx.extents()[1]));
+        const auto positions =
+            shaped::rename<context_dim, Time>(shaped::slice<context_dim>(transformer.wpe.weight, 0, idx.extents()[1]));
         const auto x = transformer.h(eval(transformer.wte(idx) + positions));
         return eval(matmul(transformer.ln_f(x), transformer.wte.weight.mT()));
     }
