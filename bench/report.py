@@ -40,6 +40,8 @@ LONG_CONTEXT = "llama/stories110m_ctx960_N64_kv"
 TRAINING = "train/"
 CHAR_GPT = "train/char_gpt_B16_T64"
 CHAR_GPT_ONE_ROW = "train/char_gpt_B1_T64"
+# A user's attention variant (QK-norm) in the same GPT: measured against the GPT's own step.
+QK_NORM_CHAR_GPT = "train/qk_norm_char_gpt_B16_T64"
 GPT2_LAYERS = "train/gpt2_2layers_B1_T256_C768"
 ATTENTION_BACKWARD = "attention_backward/B1_NH12_T1024_HS64"
 NAMED = {
@@ -303,6 +305,12 @@ def targets(rows, ceiling, bandwidth, memory):
     add("training step, nanoGPT's character GPT (vocab 256, context 64, 4 layers, 4 heads, 128 channels; B 16, T 64; "
         "forward, derived backward, clip 1.0, AdamW): >= 80% of the sgemm ceiling", share is not None and share >= 0.8,
         step_target(char_gpt, ceiling))
+
+    plain, variant = char_gpt.get("shaped"), by_case.get(QK_NORM_CHAR_GPT, {}).get("shaped")
+    add("training step, a user's QK-norm GPT at the character GPT's size: within 1.15x of the GPT's step",
+        bool(plain and variant and variant <= 1.15 * plain),
+        f"{variant * 1e3:.1f} ms a step, the GPT's {plain * 1e3:.1f} ({variant / plain:.2f}x)" if plain and variant
+        else "missing")
 
     gpt2_layers = by_case.get(GPT2_LAYERS, {})
     share = gpt2_layers.get("share_of_ceiling")

@@ -10,6 +10,10 @@
 //                                     layers, 4 heads, 128 channels, exact GELU, biases
 //   train/char_gpt_B1_T64             the same at one row: a step of small ops, where what each
 //                                     op costs beside its arithmetic shows
+//   train/qk_norm_char_gpt_B16_T64   the same GPT with a user's attention variant, QK-norm (each
+//                                     head's q and k RMS-normalised before their scores; tests/
+//                                     user_programs/qk_norm_gpt.hpp, written as the guide writes
+//                                     it): what a variant written outside the library costs
 //   train/gpt2_2layers_B1_T256_C768   two GPT-2 layers (768 channels, 12 heads, tanh GELU) under
 //                                     GPT-2's vocabulary (50257) and tied classifier, T 256. One
 //                                     row a batch: a step is already about a second on one
@@ -20,6 +24,7 @@
 // equal the model's own forward's, models::cross_entropy(model(idx), targets), and a second step
 // on the same batch must lower it.
 #include "bench_support.hpp"
+#include "../tests/user_programs/qk_norm_gpt.hpp"
 
 #include <shaped/shaped.hpp>
 
@@ -33,9 +38,9 @@
 
 namespace {
 
-template <class Config, std::size_t Batch, std::size_t Time>
+template <template <class, class> class Family, class Config, std::size_t Batch, std::size_t Time>
 struct training {
-    using Model = shaped::models::GPT<Config, float>;
+    using Model = Family<Config, float>;
     using B = shaped::dim<"B", Batch>;
     using T = shaped::dim<"T", Time>;
     using Ids = shaped::train::batch_ids<B, T>;
@@ -109,15 +114,22 @@ void train_step(benchmark::State& state) {
     bench::count_flops(state, Case::step_flops());
 }
 
-using char_gpt = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 16, 64>;
-using char_gpt_one_row = training<shaped::models::gpt_config<256, 64, 4, 4, 128>, 1, 64>;
-using gpt2_layers = training<shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256>;
+using char_config = shaped::models::gpt_config<256, 64, 4, 4, 128>;
+using char_gpt = training<shaped::models::GPT, char_config, 16, 64>;
+using char_gpt_one_row = training<shaped::models::GPT, char_config, 1, 64>;
+using qk_norm_char_gpt = training<QKNormGPT, char_config, 16, 64>;
+using gpt2_layers =
+    training<shaped::models::GPT, shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256>;
 
 }  // namespace
 
 BENCHMARK(train_step<char_gpt>)->Name("train/char_gpt_B16_T64/shaped")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(train_step<char_gpt_one_row>)
     ->Name("train/char_gpt_B1_T64/shaped")
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
+BENCHMARK(train_step<qk_norm_char_gpt>)
+    ->Name("train/qk_norm_char_gpt_B16_T64/shaped")
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 // About a second a step: three repetitions of two steps are enough to take the fastest.
