@@ -10,7 +10,7 @@
 //                                     layers, 4 heads, 128 channels, exact GELU, biases
 //   train/char_gpt_B1_T64             the same at one row: a step of small ops, where what each
 //                                     op costs beside its arithmetic shows
-//   train/qk_norm_char_gpt_B16_T64   the same GPT with a user's attention variant, QK-norm (each
+//   train/qk_norm_char_gpt_B16_T64    the same GPT with a user's attention variant, QK-norm (each
 //                                     head's q and k RMS-normalised before their scores; tests/
 //                                     user_programs/qk_norm_gpt.hpp, written as the guide writes
 //                                     it): what a variant written outside the library costs
