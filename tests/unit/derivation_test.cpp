@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace {
 
@@ -274,6 +275,33 @@ TEST_CASE("derivation: an embedding's rows and cross-entropy", "[train][derivati
     };
     const std::size_t reached = check_model_gradients(model, 1e-7, loss, ids, targets);
     REQUIRE(reached > V::extent * C::extent);  // the table and the head
+}
+
+namespace {
+// A fused function of a user's, with its derivative written beside it: y = tanh(x * w), read
+// through value_of, its backward capturing what it reads.
+template <class X, class W>
+auto scaled_tanh(const X& x, const W& w) {
+    const Tensor<double, B, T, C> y = tanh(train::value_of(x) * train::value_of(w));
+    return train::with_derivative(
+        Tensor<double, B, T, C>(y),
+        [y, xs = Tensor<double, B, T, C>(train::value_of(x)), ws = Tensor<double, C>(train::value_of(w))](const auto& g) {
+            const Tensor<double, B, T, C> dz = g * (1.0 - square(y));
+            return std::tuple{Tensor<double, B, T, C>(dz * ws), Tensor<double, C>(sum<0>(sum<0>(dz * xs)))};
+        },
+        x, w);
+}
+}  // namespace
+
+TEST_CASE("derivation: a function with its derivative written by its author", "[train][derivation]") {
+    const auto x = random_input(9);
+    // Both inputs' gradients reach the loss: x's through h into m.v's product, w's into m.w's.
+    check_gradients([](const auto& m, const auto& x) { return total(scaled_tanh(eval(x * 0.5 + m.v), m.w) * m.v); }, x);
+    // Called on plain tensors, it is the plain function.
+    const Parameters p = random_parameters(3);
+    const Tensor<double, B, T, C> plain = scaled_tanh(x, p.w);
+    const Tensor<double, B, T, C> expected = tanh(x * p.w);
+    for (std::size_t i = 0; i < plain.size(); ++i) REQUIRE(plain.data()[i] == expected.data()[i]);
 }
 
 namespace {

@@ -108,12 +108,14 @@ auto rotated(const Position& position, const X& x, std::span<const std::size_t> 
     using T = value_type_of<X>;
     auto value = tensor_for<T, dims_of<X>>(saved(x, nullptr));
     position.rotate(view_of(value), starts);
-    return record_by_hand(std::move(value), x,
-                          [position, starts = std::vector<std::size_t>(starts.begin(), starts.end())](const auto& g) {
-                              auto turned = tensor_for<T, dims_of<X>>(g);
-                              position.rotate_backward(view_of(turned), starts);
-                              return turned;
-                          });
+    return with_derivative(
+        std::move(value),
+        [position, starts = std::vector<std::size_t>(starts.begin(), starts.end())](const auto& g) {
+            auto turned = tensor_for<T, dims_of<X>>(g);
+            position.rotate_backward(view_of(turned), starts);
+            return turned;
+        },
+        x);
 }
 
 // The object a layer encodes positions with: its position() (a grouped-query layer's), or its
@@ -165,9 +167,8 @@ auto attended_heads(const Q& q, const K& k, const V& v, typename Layer::value_ty
     auto sk = detail::saved(k, t);
     auto sv = detail::saved(v, t);
     using record_type = detail::recorded_attention<Layer, decltype(sq), decltype(sk), decltype(sv), T, B, Time, M>;
-    auto record = std::make_shared<record_type>(std::move(merged), std::move(sq), std::move(sk), std::move(sv), scale);
-    if (t && t->recording()) t->push(record);
-    return traced<T, B, Time, M>(std::move(record));
+    return detail::on_tape<T, B, Time, M>(
+        std::make_shared<record_type>(std::move(merged), std::move(sq), std::move(sk), std::move(sv), scale));
 }
 
 }  // namespace shaped::train

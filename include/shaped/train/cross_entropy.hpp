@@ -85,9 +85,8 @@ auto cross_entropy(const Logits& logits, const Targets& targets) {
     } else {
         auto saved_scores = detail::saved(scores, t);
         using record_type = detail::recorded_cross_entropy<decltype(saved_scores), T>;
-        auto record = std::make_shared<record_type>(std::move(loss), std::move(saved_scores), std::move(wanted), counted);
-        if (t && t->recording()) t->push(record);
-        return traced<T>(std::move(record));
+        return detail::on_tape<T>(
+            std::make_shared<record_type>(std::move(loss), std::move(saved_scores), std::move(wanted), counted));
     }
 }
 

@@ -6,6 +6,8 @@
 //
 //   eval(e)          e reads a traced value: the value, recorded (traced<T, dims of e>)
 //   back(e, g)       adds to the gradients of e's operands, from g, the gradient of e's value
+//   with_derivative(value, derivative, inputs...)   a function of yours, its derivative yours
+//   value_of(x)      a traced value's elements as a plain View, for a kernel of yours to read
 //
 // Gradients broadcast as values do: an operand that broadcast in the forward receives the sum
 // of its gradient over the dims it was broadcast along.
@@ -333,8 +335,7 @@ auto gradient_view(const Leaf& leaf) {
 template <class E, class G>
 auto fitted(const E& e, const G& g) {
     using T = value_type_of<E>;
-    tensor_for<T, dims_of<E>> out{typename tensor_for<T, dims_of<E>>::shape_type(e.extents())};
-    out.fill(T(0));
+    tensor_for<T, dims_of<E>> out{typename tensor_for<T, dims_of<E>>::shape_type(e.extents())};  // zeros
     add_gradient(out, g);
     return out;
 }
@@ -744,31 +745,69 @@ private:
     Saved expression_;
 };
 
-// A value whose derivative is written by hand: `value`, computed from x, and `derivative`,
-// which turns the value's gradient into x's (the rotation of rotary positions, turned back).
-template <class X, class Derivative, class T, Dim... Ds>
-class recorded_by_hand final : public recorded_value<T, Ds...> {
-public:
-    recorded_by_hand(Tensor<T, Ds...> value, X x, Derivative derivative)
-        : recorded_value<T, Ds...>(std::move(value)), x_(std::move(x)), derivative_(std::move(derivative)) {}
-    void backward() override {
-        if (this->gradient && wants_gradient(x_)) back(x_, derivative_(*this->gradient));
-    }
-
-private:
-    X x_;
-    Derivative derivative_;
-};
-
-template <class T, Dim... Ds, class X, class Derivative>
-traced<T, Ds...> record_by_hand(Tensor<T, Ds...> value, const X& x, Derivative derivative) {
+// A record made by hand (attention's, cross-entropy's, with_derivative's) on the active tape,
+// as a traced value: pushed while the tape records (not while it evaluates or runs backward).
+template <class T, Dim... Ds, class Record>
+traced<T, Ds...> on_tape(std::shared_ptr<Record> record) {
     tape* t = tape::active();
-    auto saved_x = saved(x, t);
-    auto record = std::make_shared<recorded_by_hand<decltype(saved_x), Derivative, T, Ds...>>(
-        std::move(value), std::move(saved_x), std::move(derivative));
     if (t && t->recording()) t->push(record);
     return traced<T, Ds...>(std::move(record));
 }
+
+// The gradients a with_derivative function returns: one tensor for one input, else a tuple.
+template <class G>
+inline constexpr bool is_tuple = false;
+template <class... Gs>
+inline constexpr bool is_tuple<std::tuple<Gs...>> = true;
+
+template <class G, std::size_t I>
+decltype(auto) gradient_of_input(G&& grads) {
+    if constexpr (is_tuple<std::remove_cvref_t<G>>) return std::get<I>(std::forward<G>(grads));
+    else return std::forward<G>(grads);
+}
+
+// A value whose derivative its author wrote (with_derivative): the inputs it was computed from,
+// saved, and the function that turns the value's gradient into theirs.
+template <class Inputs, class Derivative, class T, Dim... Ds>
+class recorded_with final : public recorded_value<T, Ds...> {
+public:
+    recorded_with(Tensor<T, Ds...> value, Inputs inputs, Derivative derivative)
+        : recorded_value<T, Ds...>(std::move(value)), inputs_(std::move(inputs)), derivative_(std::move(derivative)) {}
+    void backward() override {
+        if (!this->gradient) return;
+        constexpr std::size_t n = std::tuple_size_v<Inputs>;
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            if (!(wants_gradient(std::get<I>(inputs_)) || ...)) return;
+            const auto grads = derivative_(std::as_const(*this->gradient));
+            ((wants_gradient(std::get<I>(inputs_)) ? back(std::get<I>(inputs_), gradient_of_input<const decltype(grads)&, I>(grads))
+                                                   : void()),
+             ...);
+        }(std::make_index_sequence<n>{});
+    }
+
+private:
+    Inputs inputs_;
+    Derivative derivative_;
+};
+
+// Whether derivative, given the value's gradient, returns one gradient of each input's dims (a
+// variable, so that the diagnostic names the types).
+template <class Grads, class... Xs>
+consteval bool gradients_fit_inputs() {
+    if constexpr (is_tuple<Grads>) {
+        if constexpr (std::tuple_size_v<Grads> != sizeof...(Xs)) return false;
+        else
+            return []<std::size_t... I>(std::index_sequence<I...>) {
+                return (std::is_same_v<dims_of<std::tuple_element_t<I, Grads>>, dims_of<Xs>> && ...);
+            }(std::index_sequence_for<Xs...>{});
+    } else if constexpr (sizeof...(Xs) == 1 && Expression<Grads>) {
+        return (std::is_same_v<dims_of<Grads>, dims_of<Xs>> && ...);
+    } else {
+        return false;
+    }
+}
+template <class Grads, class... Xs>
+inline constexpr bool gradients_of_inputs = gradients_fit_inputs<Grads, Xs...>();
 
 template <class Saved, class T, class List>
 struct recorded_for_impl;
@@ -852,9 +891,10 @@ auto var(const E& e) {
     auto value = shaped::var(stored);
     const auto centre = shaped::mean(stored).item();
     const auto n = static_cast<T>(stored.size());
-    return detail::record_by_hand(std::move(value), x, [stored, centre, n](const auto& g) {
-        return tensor_for<T, dims_of<E>>((stored - centre) * (g.item() * T(2) / (n - T(1))));
-    });
+    return with_derivative(
+        std::move(value),
+        [stored, centre, n](const auto& g) { return tensor_for<T, dims_of<E>>((stored - centre) * (g.item() * T(2) / (n - T(1)))); },
+        x);
 }
 template <Expression E>
     requires reads_traced<E>
@@ -877,11 +917,50 @@ auto extreme_of(const E& e) {
     const T extreme = value.item();
     std::size_t ties = 0;
     for (const T v : stored.elements()) ties += v == extreme ? 1 : 0;
-    return record_by_hand(std::move(value), x, [stored, extreme, ties](const auto& g) {
-        return tensor_for<T, dims_of<E>>(cast<T>(stored == extreme) * (g.item() / static_cast<T>(ties)));
-    });
+    return with_derivative(
+        std::move(value),
+        [stored, extreme, ties](const auto& g) {
+            return tensor_for<T, dims_of<E>>(cast<T>(stored == extreme) * (g.item() / static_cast<T>(ties)));
+        },
+        x);
 }
 }  // namespace detail
+
+// A differentiated value's elements as a plain const View (what a fused function of yours reads
+// to compute its value: no traced type reaches your kernels); any other Tensor or View as it is.
+template <Expression X>
+    requires(is_traced<X> || is_traced_view<X>)
+auto value_of(const X& x) {
+    return view_for<const value_type_of<X>, dims_of<X>>(x.data(), x.extents(), x.strides());
+}
+template <Expression X>
+    requires(!is_traced<X> && !is_traced_view<X>)
+const X& value_of(const X& x) {
+    return x;
+}
+
+// A function of yours with its derivative written beside it (JAX's custom_vjp): value, which you
+// computed from inputs... (through value_of), and derivative, which turns the value's gradient
+// (a Tensor of value's dims) into the inputs' — one tensor for one input, else a std::tuple, in
+// order, each of its input's dims (checked by name here). What the derivative reads, it captures:
+// what the backward keeps is what you name. Recorded when an input is being differentiated;
+// otherwise value is returned as it is, so one function serves training and inference.
+//
+//   auto y = train::with_derivative(Tensor<T, B, C>(tanh(value_of(x))), [y = ...](const auto& g) { ... }, x);
+template <class T, Dim... Ds, class Derivative, Expression... Xs>
+auto with_derivative(Tensor<T, Ds...> value, Derivative derivative, const Xs&... inputs) {
+    using Grads = std::remove_cvref_t<std::invoke_result_t<const Derivative&, const Tensor<T, Ds...>&>>;
+    static_assert(detail::gradients_of_inputs<Grads, Xs...>,
+                  "shaped::train::with_derivative: the derivative returns one gradient of each input's dims, in order");
+    if constexpr (!(reads_traced<Xs> || ...)) {
+        return value;
+    } else {
+        tape* t = tape::active();
+        auto saved = std::tuple{detail::saved(inputs, t)...};
+        using record_type = detail::recorded_with<decltype(saved), Derivative, T, Ds...>;
+        return detail::on_tape<T, Ds...>(std::make_shared<record_type>(std::move(value), std::move(saved), std::move(derivative)));
+    }
+}
 
 // Writing a traced value's expression into a Tensor or View would drop what it was computed
 // from, so that no gradient could reach it: a compile error, in the user's terms.

@@ -50,12 +50,9 @@ struct recorded_value : recorded_elements<T> {
     const T* value_data() const override { return value.data(); }
     T* gradient_data() override { return zeroed_gradient().data(); }
 
-    // The gradient, allocated (zeros) when first wanted.
+    // The gradient, allocated (zeros: a Tensor of a shape starts so) when first wanted.
     Tensor<T, Ds...>& zeroed_gradient() {
-        if (!gradient) {
-            gradient.emplace(typename Tensor<T, Ds...>::shape_type(value.extents()));
-            gradient->fill(T(0));
-        }
+        if (!gradient) gradient.emplace(typename Tensor<T, Ds...>::shape_type(value.extents()));
         return *gradient;
     }
 
