@@ -32,6 +32,10 @@ struct recorded_base {
     virtual ~recorded_base() = default;
     // Adds the gradients of this value's operands, from this value's own.
     virtual void backward() = 0;
+    // Called after backward(): the records that read this value came after it and have run, so
+    // neither its value nor its gradient is read again. Freeing both as the backward goes keeps
+    // its peak near the activations, not twice them.
+    virtual void release() {}
 };
 
 // A recorded value's elements and its gradient's, whatever its dims: what a view of it reads
@@ -49,6 +53,10 @@ struct recorded_value : recorded_elements<T> {
     void backward() override {}  // an input: its operands are none
     const T* value_data() const override { return value.data(); }
     T* gradient_data() override { return zeroed_gradient().data(); }
+    void release() override {
+        gradient.reset();
+        [[maybe_unused]] const Tensor<T, Ds...> gone(std::move(value));  // leaves value's storage empty
+    }
 
     // The gradient, allocated (zeros: a Tensor of a shape starts so) when first wanted.
     Tensor<T, Ds...>& zeroed_gradient() {
@@ -284,7 +292,10 @@ public:
     // From the end of the tape back: each record hands its gradient to its operands.
     void backward() {
         const pause during(*this);
-        for (auto at = records_.rbegin(); at != records_.rend(); ++at) (*at)->backward();
+        for (auto at = records_.rbegin(); at != records_.rend(); ++at) {
+            (*at)->backward();
+            (*at)->release();
+        }
     }
 
     // Pauses recording for its lifetime.

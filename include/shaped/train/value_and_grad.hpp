@@ -60,11 +60,12 @@ template <class V>
 double backward_from(tape& t, const V& value, double seed = 1) {
     if constexpr (scalar_traced<V>) {
         using T = value_type_of<V>;
+        const double result = static_cast<double>(value.item());  // before the backward releases it
         Tensor<T> gradient;
         gradient.fill(static_cast<T>(seed));
         add_gradient(value.record(), gradient);
         t.backward();
-        return static_cast<double>(value.item());
+        return result;
     } else {
         return 0;
     }
