@@ -95,22 +95,30 @@ V silu_derivative(const V& x) {
 }
 
 template <class T, class Derivative>
-void add_dout_times(const T* x, const T* dout, T* din, std::size_t n, Derivative derivative) {
-    for_each_element<T>(n, [=](std::size_t i, auto v) {
-        using V = decltype(v);
-        store_at(din + i, load_at<V>(din + i) + load_at<V>(dout + i) * derivative(load_at<V>(x + i)));
-    });
+void dout_times(const T* x, const T* dout, T* din, std::size_t n, gradient_write write, Derivative derivative) {
+    if (write == gradient_write::overwrite) {
+        for_each_element<T>(n, [=](std::size_t i, auto v) {
+            using V = decltype(v);
+            store_at(din + i, load_at<V>(dout + i) * derivative(load_at<V>(x + i)));
+        });
+    } else {
+        for_each_element<T>(n, [=](std::size_t i, auto v) {
+            using V = decltype(v);
+            store_at(din + i, load_at<V>(din + i) + load_at<V>(dout + i) * derivative(load_at<V>(x + i)));
+        });
+    }
 }
 
 template <class T>
-void activation_backward_impl(activation_kind f, const T* x, const T* dout, T* din, std::size_t n) {
+void activation_backward_impl(activation_kind f, const T* x, const T* dout, T* din, std::size_t n,
+                              gradient_write write) {
     switch (f) {
     case activation_kind::gelu:
-        return add_dout_times(x, dout, din, n, [](const auto& v) { return gelu_derivative(v); });
+        return dout_times(x, dout, din, n, write, [](const auto& v) { return gelu_derivative(v); });
     case activation_kind::gelu_tanh:
-        return add_dout_times(x, dout, din, n, [](const auto& v) { return gelu_tanh_derivative(v); });
+        return dout_times(x, dout, din, n, write, [](const auto& v) { return gelu_tanh_derivative(v); });
     case activation_kind::silu:
-        return add_dout_times(x, dout, din, n, [](const auto& v) { return silu_derivative(v); });
+        return dout_times(x, dout, din, n, write, [](const auto& v) { return silu_derivative(v); });
     }
 }
 
@@ -122,7 +130,8 @@ void activation_backward_impl(activation_kind f, const T* x, const T* dout, T* d
 // RMSNorm is the same with a mean of 0 that does not depend on x: no mean(dnorm) term.
 template <class T>
 void layer_norm_rows_backward_impl(const T* dout, const T* in, std::size_t rows, std::size_t n, const T* weight,
-                                   const T* mean, const T* rstd, bool centered, T* din, T* dweight, T* dbias) {
+                                   const T* mean, const T* rstd, bool centered, T* din, T* dweight, T* dbias,
+                                   gradient_write write) {
     if (n == 0 || rows == 0) return;
     // The parameters' gradients add up over rows: in double here, added to the caller's once.
     std::vector<double> dweight_sum(n, 0.0);
@@ -142,7 +151,8 @@ void layer_norm_rows_backward_impl(const T* dout, const T* in, std::size_t rows,
         // Pass 2: the input's gradient, and the parameters' terms of this row.
         for (std::size_t i = 0; i < n; ++i) {
             const double xh = xhat(i);
-            dx[i] += static_cast<T>(s * (dnorm(i) - mean_dnorm - xh * mean_dnorm_xhat));
+            const auto d = static_cast<T>(s * (dnorm(i) - mean_dnorm - xh * mean_dnorm_xhat));
+            dx[i] = write == gradient_write::overwrite ? d : dx[i] + d;
             dweight_sum[i] += dy[i] * xh;
             if (dbias) dbias_sum[i] += dy[i];
         }
@@ -232,6 +242,25 @@ cross_entropy_sum cross_entropy_rows_impl(const T* logits, const std::int64_t* t
     return total;
 }
 
+// ---- AdamW -------------------------------------------------------------------------------------
+
+template <class T>
+void adamw_update_impl(T* p, const T* g, T* m, T* v, std::size_t n, const adamw_constants& c) {
+    const T decay = static_cast<T>(c.decay), beta1 = static_cast<T>(c.beta1), beta2 = static_cast<T>(c.beta2);
+    const T keep1 = static_cast<T>(1 - c.beta1), keep2 = static_cast<T>(1 - c.beta2);
+    const T eps = static_cast<T>(c.eps), size = static_cast<T>(c.step_size), correction = static_cast<T>(c.correction);
+    for_each_element<T>(n, [=](std::size_t i, auto lanes) {
+        using V = decltype(lanes);
+        const V grad = load_at<V>(g + i);
+        const V mean = load_at<V>(m + i) * V(beta1) + grad * V(keep1);
+        const V square = load_at<V>(v + i) * V(beta2) + V(keep2) * grad * grad;
+        store_at(m + i, mean);
+        store_at(v + i, square);
+        const V decayed = load_at<V>(p + i) * V(decay);
+        store_at(p + i, decayed - V(size) * mean / (xsimd::sqrt(square) / V(correction) + V(eps)));
+    });
+}
+
 }  // namespace
 
 void layer_norm_rows_saving(const float* in, float* out, std::size_t rows, std::size_t n, const float* weight,
@@ -247,20 +276,36 @@ void layer_norm_rows_saving(const double* in, double* out, std::size_t rows, std
 
 void layer_norm_rows_backward(const float* dout, const float* in, std::size_t rows, std::size_t n,
                               const float* weight, const float* mean, const float* rstd, bool centered, float* din,
-                              float* dweight, float* dbias) {
-    layer_norm_rows_backward_impl(dout, in, rows, n, weight, mean, rstd, centered, din, dweight, dbias);
+                              float* dweight, float* dbias, gradient_write write) {
+    layer_norm_rows_backward_impl(dout, in, rows, n, weight, mean, rstd, centered, din, dweight, dbias, write);
 }
 void layer_norm_rows_backward(const double* dout, const double* in, std::size_t rows, std::size_t n,
                               const double* weight, const double* mean, const double* rstd, bool centered,
-                              double* din, double* dweight, double* dbias) {
-    layer_norm_rows_backward_impl(dout, in, rows, n, weight, mean, rstd, centered, din, dweight, dbias);
+                              double* din, double* dweight, double* dbias, gradient_write write) {
+    layer_norm_rows_backward_impl(dout, in, rows, n, weight, mean, rstd, centered, din, dweight, dbias, write);
 }
 
-void activation_backward(activation_kind f, const float* x, const float* dout, float* din, std::size_t n) {
-    activation_backward_impl(f, x, dout, din, n);
+void activation_backward(activation_kind f, const float* x, const float* dout, float* din, std::size_t n,
+                         gradient_write write) {
+    activation_backward_impl(f, x, dout, din, n, write);
 }
-void activation_backward(activation_kind f, const double* x, const double* dout, double* din, std::size_t n) {
-    activation_backward_impl(f, x, dout, din, n);
+void activation_backward(activation_kind f, const double* x, const double* dout, double* din, std::size_t n,
+                         gradient_write write) {
+    activation_backward_impl(f, x, dout, din, n, write);
+}
+
+void adamw_update(float* p, const float* g, float* m, float* v, std::size_t n, const adamw_constants& c) {
+    adamw_update_impl(p, g, m, v, n, c);
+}
+void adamw_update(double* p, const double* g, double* m, double* v, std::size_t n, const adamw_constants& c) {
+    adamw_update_impl(p, g, m, v, n, c);
+}
+
+double sum_of_squares(const float* x, std::size_t n) {
+    return detail::sum_of(n, [x](std::size_t i) { return static_cast<double>(x[i]) * static_cast<double>(x[i]); });
+}
+double sum_of_squares(const double* x, std::size_t n) {
+    return detail::sum_of(n, [x](std::size_t i) { return x[i] * x[i]; });
 }
 
 cross_entropy_sum cross_entropy_rows(const float* logits, const std::int64_t* targets, std::size_t rows,

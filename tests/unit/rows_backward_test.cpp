@@ -1,7 +1,8 @@
 // The backward row kernels (kernels/rows_backward.hpp): every gradient in double against central
 // finite differences of a scalar loss sum(out * R), R fixed and random; float against double;
-// gradients added into pre-filled buffers (cross-entropy's written); the saving layer norm bit
-// for bit against layer_norm_rows; cross-entropy against a naive log-softmax.
+// gradients added into pre-filled buffers (cross-entropy's written), or written over NaN; the saving
+// layer norm bit for bit against layer_norm_rows; cross-entropy against a naive log-softmax;
+// AdamW's update and the squared norm against naive loops.
 
 #include <shaped/kernels/rows.hpp>
 #include <shaped/kernels/rows_backward.hpp>
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <type_traits>
 #include <utility>
@@ -441,4 +443,72 @@ TEMPLATE_TEST_CASE("cross_entropy_rows stays finite for huge logits", "[rows_bac
     const auto [small, g] = cross_entropy_in<T>(peaked, {3}, vocab, 1.0);
     CHECK(small.loss == Approx(0).margin(1e-6));
     CHECK(g[3] == Approx(0).margin(1e-6));
+}
+
+// ---- writing the first gradient -------------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("overwriting backwards write every element of din, as adding into zeros gives", "[rows_backward]",
+                   float, double) {
+    using T = TestType;
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    for (const std::size_t n : row_lengths) {
+        INFO("n " << n);
+        const auto x = as<T>(uniform(3 * n, -4, 4, static_cast<std::uint32_t>(n + 80)));
+        const auto dout = as<T>(uniform(3 * n, -1, 1, static_cast<std::uint32_t>(n + 81)));
+        for (const auto& a : activations) {
+            INFO(a.name);
+            std::vector<T> added(x.size(), T(0)), written(x.size(), nan);
+            k::activation_backward(a.kind, x.data(), dout.data(), added.data(), x.size());
+            k::activation_backward(a.kind, x.data(), dout.data(), written.data(), x.size(), k::gradient_write::overwrite);
+            REQUIRE(written == added);
+        }
+        const auto weight = as<T>(uniform(n, 0.5, 1.5, 82));
+        std::vector<T> out(x.size()), mean(3), rstd(3);
+        k::layer_norm_rows_saving(x.data(), out.data(), 3, n, weight.data(), nullptr, ln_eps, true, mean.data(),
+                                  rstd.data());
+        std::vector<T> added(x.size(), T(0)), written(x.size(), nan), dw_added(n, T(0)), dw_written(n, T(0));
+        k::layer_norm_rows_backward(dout.data(), x.data(), 3, n, weight.data(), mean.data(), rstd.data(), true,
+                                    added.data(), dw_added.data(), nullptr);
+        k::layer_norm_rows_backward(dout.data(), x.data(), 3, n, weight.data(), mean.data(), rstd.data(), true,
+                                    written.data(), dw_written.data(), nullptr, k::gradient_write::overwrite);
+        REQUIRE(written == added);
+        REQUIRE(dw_written == dw_added);  // the parameters' gradients still add
+    }
+}
+
+// ---- the optimizer's update --------------------------------------------------------------------
+
+TEMPLATE_TEST_CASE("adamw_update is PyTorch's single-tensor update, element by element", "[rows_backward][adamw]",
+                   float, double) {
+    using T = TestType;
+    const k::adamw_constants c{.decay = 1 - 1e-3 * 0.1, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
+                               .step_size = 1e-3 / (1 - 0.9 * 0.9), .correction = std::sqrt(1 - 0.95 * 0.95)};
+    for (const std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(64), std::size_t(1001)}) {
+        INFO("n " << n);
+        auto p = as<T>(uniform(n, -1, 1, 90)), m = as<T>(uniform(n, -0.1, 0.1, 91)), v = as<T>(uniform(n, 0, 0.01, 92));
+        const auto g = as<T>(uniform(n, -1, 1, 93));
+        auto want_p = p, want_m = m, want_v = v;
+        for (std::size_t i = 0; i < n; ++i) {  // torch.optim.adamw's _single_tensor_adamw, in T
+            want_p[i] *= static_cast<T>(c.decay);
+            want_m[i] = want_m[i] * static_cast<T>(c.beta1) + g[i] * static_cast<T>(1 - c.beta1);
+            want_v[i] = want_v[i] * static_cast<T>(c.beta2) + static_cast<T>(1 - c.beta2) * g[i] * g[i];
+            want_p[i] -= static_cast<T>(c.step_size) * want_m[i] /
+                         (std::sqrt(want_v[i]) / static_cast<T>(c.correction) + static_cast<T>(c.eps));
+        }
+        k::adamw_update(p.data(), g.data(), m.data(), v.data(), n, c);
+        const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-15;
+        require_close("p", {p.begin(), p.end()}, {want_p.begin(), want_p.end()}, tol);
+        require_close("m", {m.begin(), m.end()}, {want_m.begin(), want_m.end()}, tol);
+        require_close("v", {v.begin(), v.end()}, {want_v.begin(), want_v.end()}, tol);
+    }
+}
+
+TEMPLATE_TEST_CASE("sum_of_squares is the naive sum in double", "[rows_backward]", float, double) {
+    using T = TestType;
+    for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(9), std::size_t(1000)}) {
+        const auto x = as<T>(uniform(n, -2, 2, static_cast<std::uint32_t>(n + 95)));
+        double want = 0;
+        for (const T e : x) want += static_cast<double>(e) * static_cast<double>(e);
+        CHECK(k::sum_of_squares(x.data(), n) == Approx(want).epsilon(1e-14));
+    }
 }

@@ -97,6 +97,13 @@ public:
         allocate(shape.extents());
     }
 
+    // Storage of the given extents left unfilled, for a kernel that writes every element before
+    // anything reads one (the test suite fills it with NaN, so that one that does not is caught).
+    static Tensor for_overwrite(const extents_type& extents) {
+        detail::check_extents_fit("Tensor", dims_type{}, extents);
+        return Tensor(extents, detail::for_overwrite);
+    }
+
     Tensor(const Tensor&) = default;
     Tensor(Tensor&&) noexcept = default;
     Tensor& operator=(const Tensor&) = default;

@@ -13,6 +13,7 @@
 //   train::AdamW<Model> opt({.weight_decay = 0.1, .beta2 = 0.95});
 //   opt.step(model, grads, lr);
 
+#include <shaped/kernels/rows_backward.hpp>
 #include <shaped/train/gradients.hpp>
 
 #include <cmath>
@@ -79,22 +80,13 @@ void AdamW<M, Decays>::step(M& model, const G& grads, double lr) {
         const double correction2_sqrt = std::sqrt(1 - std::pow(options_.beta2, t));
         std::string path;
         auto update = [&](std::string_view name, auto& p, auto& g, auto& m, auto& v) {
-            using T = value_type_of<std::remove_cvref_t<decltype(p)>>;
-            const T decay = static_cast<T>(decays_(name, p) ? 1 - lr * options_.weight_decay : 1.0);
-            const T beta1 = static_cast<T>(options_.beta1), beta2 = static_cast<T>(options_.beta2);
-            const T keep1 = static_cast<T>(1 - options_.beta1), keep2 = static_cast<T>(1 - options_.beta2);
-            const T eps = static_cast<T>(options_.eps), size = static_cast<T>(step_size);
-            const T correction = static_cast<T>(correction2_sqrt);
-            T* param = p.data();
-            const T* grad = g.data();
-            T* mean = m.data();
-            T* square = v.data();
-            for (std::size_t i = 0; i < p.size(); ++i) {
-                param[i] *= decay;
-                mean[i] = mean[i] * beta1 + grad[i] * keep1;
-                square[i] = square[i] * beta2 + keep2 * grad[i] * grad[i];
-                param[i] -= size * mean[i] / (std::sqrt(square[i]) / correction + eps);
-            }
+            const kernels::adamw_constants constants{.decay = decays_(name, p) ? 1 - lr * options_.weight_decay : 1.0,
+                                                     .beta1 = options_.beta1,
+                                                     .beta2 = options_.beta2,
+                                                     .eps = options_.eps,
+                                                     .step_size = step_size,
+                                                     .correction = correction2_sqrt};
+            kernels::adamw_update(p.data(), g.data(), m.data(), v.data(), p.size(), constants);
         };
         nn::detail::visit(path, update, model, grads.storage(), exp_avg_.storage(), exp_avg_sq_.storage());
     }

@@ -38,9 +38,8 @@ public:
         };
         if constexpr (is_saved_traced<Logits>) {
             // The logits' first gradient (as a language model's are): written straight into it.
-            auto& record = logits_.record();
-            if (!record.gradient) {
-                write(record.gradient.emplace(typename decltype(record.value)::shape_type(record.value.extents())).data());
+            if (!logits_.record().gradient) {
+                write(logits_.record().gradient_to_cover().data);
                 return;
             }
         }

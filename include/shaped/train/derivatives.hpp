@@ -302,8 +302,8 @@ void add_gradient(const View<T, Ds...>& acc, const G& g) {
 
 template <class T, Dim... Ds, class G>
 void add_gradient(recorded_value<T, Ds...>& record, const G& g) {
-    if constexpr (std::is_same_v<G, Tensor<T, Ds...>>) {
-        // The first gradient of a value, of its own extents: a copy, not zeros and a sum.
+    if constexpr (std::is_same_v<dims_of<G>, dims<Ds...>> && std::is_same_v<value_type_of<G>, T>) {
+        // The first gradient of a value, of its own extents: evaluated into it, not zeros and a sum.
         const auto extents = record.value.extents();
         if (!record.gradient && std::equal(extents.begin(), extents.end(), g.extents().begin())) {
             record.gradient.emplace(g);
@@ -371,16 +371,24 @@ template <class R>
 concept transposed_matrix = requires { R::permutation; } && rank_of<R> == 2 && R::permutation[0] == 1;
 
 // A leaf whose gradient is a row-major block of its own extents (a parameter's, a recorded
-// value's): where a product's gradient can be written by BLAS with beta = 1.
+// value's): where a product's gradient can be written by BLAS (with beta = 1, or 0 into a
+// recorded value's unfilled first gradient); no data where there is none such.
 template <class E>
-auto contiguous_gradient(const E& e) {
-    using T = value_type_of<E>;
-    if constexpr (is_saved_leaf<E> || is_saved_traced<E> || is_saved_view<E>) {
+gradient_target<value_type_of<E>> contiguous_gradient(const E& e) {
+    if constexpr (is_saved_traced<E>) {
+        return e.record().gradient_to_cover();
+    } else if constexpr (is_saved_leaf<E> || is_saved_view<E>) {
         auto view = gradient_view(e);
-        return view && view->is_contiguous() ? view->data() : static_cast<T*>(nullptr);
+        if (view && view->is_contiguous()) return {view->data(), false};
+        return {};
     } else {
-        return static_cast<T*>(nullptr);
+        return {};
     }
+}
+// BLAS's beta for a product written into a gradient: add to it, or write its first value.
+template <class T>
+T beta_for(const gradient_target<T>& target) {
+    return target.unfilled ? T(0) : T(1);
 }
 
 // The elements of e, row-major: in place where e is stored so, else evaluated into `kept`.
@@ -400,6 +408,72 @@ auto expanded(const R& reduced, const std::array<std::size_t, Full::rank>& exten
     const auto rs = reduced.strides();
     for (std::size_t i = 0, j = 0; i < Full::rank; ++i) strides[i] = i == Axis ? 0 : rs[j++];
     return view_for<const T, Full>(reduced.data(), extents, strides);
+}
+
+// ---- what a forward keeps for its derivative ----------------------------------------------------
+
+// A layer norm's rows: its input's and parameters' elements as the row kernels read them.
+template <class E, class W, class Bi, bool Centered>
+struct layer_norm_rows_of {
+    using T = value_type_of<E>;
+    explicit layer_norm_rows_of(const layer_norm_node<E, W, Bi, Centered>& e) {
+        x = rows_of(e.operand(), kept_x);
+        w = rows_of(e.weight(), kept_w);
+        if constexpr (!std::is_null_pointer_v<Bi>) b = rows_of(e.bias(), kept_b);
+        d = e.operand().extents()[rank_of<E> - 1];
+        rows = d == 0 ? 0 : element_count(e.operand()) / d;
+    }
+    std::optional<tensor_for<T, dims_of<E>>> kept_x;
+    std::optional<tensor_for<T, dims_of<W>>> kept_w, kept_b;
+    const T* x = nullptr;
+    const T* w = nullptr;
+    const T* b = nullptr;
+    std::size_t d = 0, rows = 0;
+};
+
+// What a layer norm's forward keeps for its backward: each row's mean and 1/std.
+template <class T>
+struct row_statistics {
+    std::vector<T> mean, rstd;
+};
+
+// A recorded layer norm's value, by the row kernel that keeps each row's statistics (the same
+// values, bit for bit, as the kernel every other forward evaluates it with).
+template <class E, class W, class Bi, bool Centered>
+auto layer_norm_keeping(const layer_norm_node<E, W, Bi, Centered>& e, row_statistics<value_type_of<E>>& kept) {
+    const layer_norm_rows_of<E, W, Bi, Centered> in(e);
+    auto value = tensor_for<value_type_of<E>, dims_of<E>>::for_overwrite(e.operand().extents());
+    kept.mean.resize(in.rows);
+    kept.rstd.resize(in.rows);
+    kernels::layer_norm_rows_saving(in.x, value.data(), in.rows, in.d, in.w, in.b, e.eps(), Centered, kept.mean.data(),
+                                    kept.rstd.data());
+    return value;
+}
+
+// What the forward of a recorded expression keeps for its backward, besides the expression:
+// nothing, but for a layer norm (each row's statistics).
+template <class Saved>
+struct kept_by_forward {};
+template <class E, class W, class Bi, bool Centered>
+struct kept_by_forward<layer_norm_node<E, W, Bi, Centered>> : row_statistics<value_type_of<E>> {};
+
+// The value of a saved expression, and what its backward keeps of the forward.
+template <class T, class List, class Saved>
+auto evaluate_keeping(const Saved& expression, kept_by_forward<Saved>& kept) {
+    if constexpr (std::is_empty_v<kept_by_forward<Saved>>) return tensor_for<T, List>(expression);
+    else return layer_norm_keeping(expression, kept);
+}
+
+// The elements of e, row-major, as rows_of finds them; but a layer norm's evaluated keeping its
+// statistics in `statistics`, for its derivative to read rather than find again.
+template <class E, class Kept>
+const value_type_of<E>* rows_keeping(const E& e, Kept& kept, kept_by_forward<E>& statistics) {
+    if constexpr (std::is_empty_v<kept_by_forward<E>>) {
+        return rows_of(e, kept);
+    } else {
+        kept.emplace(layer_norm_keeping(e, statistics));
+        return kept->data();
+    }
 }
 
 // ---- each node's derivative ----------------------------------------------------------------------
@@ -422,6 +496,8 @@ template <class E, class W, class Bi, bool Centered, class G>
 void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g);
 template <class Table, class Ids, class G>
 void back_node(const gather_node<Table, Ids>& e, const G& g);
+template <class E, class W, class Bi, bool Centered, class G>
+void back_layer_norm(const layer_norm_node<E, W, Bi, Centered>& e, const G& g, const row_statistics<value_type_of<E>>& kept);
 template <class Node, class G>
 void back_node(const Node&, const G&);
 
@@ -430,27 +506,36 @@ inline constexpr bool is_cast = false;
 template <class To>
 inline constexpr bool is_cast<op::cast<To>> = true;
 
-// g * f'(a) for an activation f, elementwise, by the library's one definition of f' (the row
-// kernels' activation_backward), as a Tensor of a's dims.
+// Hands a's gradient g * f'(a) on, for an activation f, by the library's one definition of f'
+// (the row kernels' activation_backward): written straight into a recorded operand's gradient,
+// else into a Tensor of a's dims handed on.
 template <class Op, class A, class G>
-auto activation_gradient(const A& a, const G& g) {
+void back_activation(const A& a, const G& g) {
     using T = value_type_of<A>;
+    using X = tensor_for<T, dims_of<A>>;
     constexpr auto kind = std::is_same_v<Op, op::gelu>        ? kernels::activation_kind::gelu
                           : std::is_same_v<Op, op::gelu_tanh> ? kernels::activation_kind::gelu_tanh
                                                               : kernels::activation_kind::silu;
-    std::optional<tensor_for<T, dims_of<A>>> kept_x, kept_dy;
+    std::optional<X> kept_x, kept_dy;
     const T* x = rows_of(a, kept_x);
     const auto extents = a.extents();
     const T* dy = [&]() -> const T* {
-        if constexpr (std::is_same_v<G, tensor_for<T, dims_of<A>>>)
+        if constexpr (std::is_same_v<G, X>)
             if (std::equal(extents.begin(), extents.end(), g.extents().begin())) return g.data();
         kept_dy.emplace(fitted(a, g));
         return kept_dy->data();
     }();
-    auto dx = tensor_for<T, dims_of<A>>(typename tensor_for<T, dims_of<A>>::shape_type(extents));
-    dx.fill(T(0));
-    kernels::activation_backward(kind, x, dy, dx.data(), dx.size());
-    return dx;
+    const auto write = [](const gradient_target<T>& target) {
+        return target.unfilled ? kernels::gradient_write::overwrite : kernels::gradient_write::add;
+    };
+    if constexpr (is_saved_traced<A>) {
+        const auto dx = a.record().gradient_to_cover();
+        kernels::activation_backward(kind, x, dy, dx.data, element_count(a), write(dx));
+    } else {
+        auto dx = X::for_overwrite(extents);
+        kernels::activation_backward(kind, x, dy, dx.data(), dx.size(), kernels::gradient_write::overwrite);
+        back(a, dx);
+    }
 }
 
 template <class Op, class... Es, class G>
@@ -501,7 +586,7 @@ void back_elementwise(const elementwise<Op, Es...>& e, const G& g) {
         back(a, where(a > T(0), g, where(a < T(0), -g, T(0))));
     } else if constexpr (std::is_same_v<Op, op::gelu> || std::is_same_v<Op, op::gelu_tanh> ||
                          std::is_same_v<Op, op::silu>) {
-        back(a, activation_gradient<Op>(a, g));
+        back_activation<Op>(a, g);
     } else if constexpr (std::is_same_v<Op, op::where>) {  // where(condition, a, b)
         const auto& condition = a;
         const auto& if_true = e.template operand<1>();
@@ -572,33 +657,39 @@ void back_node(const matmul_node<L, R>& e, const G& g) {
         const auto le = l.extents();
         const std::size_t k = le[rank_of<L> - 1], n = r.extents()[1];
         const std::size_t rows = k == 0 ? 0 : element_count(l) / k;
+        // l's rows, which dr reads: l itself where it is stored so, else evaluated once (a layer
+        // norm's keeping its statistics, which its derivative below then reads).
+        std::optional<tensor_for<T, dims_of<L>>> kept_l;
+        kept_by_forward<L> l_statistics;
+        const T* ld = wants_gradient(r) ? rows_keeping(l, kept_l, l_statistics) : nullptr;
         if (wants_gradient(l)) {
-            if (T* dl = contiguous_gradient(l)) {
+            if (const auto dl = contiguous_gradient(l); dl.data) {
                 if constexpr (transposed_matrix<R>) {
                     // r = w^T: dl += g @ w, w (n, k) read as it lies.
                     std::optional<tensor_for<T, dims_of<decltype(r.operand())>>> kept;
                     const T* wd = rows_of(r.operand(), kept);
-                    kernels::blas::gemm(false, false, rows, k, n, T(1), g.data(), n, wd, k, T(1), dl, k);
+                    kernels::blas::gemm(false, false, rows, k, n, T(1), g.data(), n, wd, k, beta_for(dl), dl.data, k);
                 } else {
                     std::optional<tensor_for<T, dims_of<R>>> kept;
                     const T* rd = rows_of(r, kept);
-                    kernels::blas::gemm(false, true, rows, k, n, T(1), g.data(), n, rd, n, T(1), dl, k);
+                    kernels::blas::gemm(false, true, rows, k, n, T(1), g.data(), n, rd, n, beta_for(dl), dl.data, k);
                 }
+            } else if constexpr (!std::is_empty_v<kept_by_forward<L>>) {
+                if (ld) back_layer_norm(l, tensor_for<T, dims_of<L>>(matmul(g, mT(r))), l_statistics);
+                else back(l, matmul(g, mT(r)));
             } else {
                 back(l, matmul(g, mT(r)));
             }
         }
         if (wants_gradient(r)) {
-            std::optional<tensor_for<T, dims_of<L>>> kept;
-            const T* ld = rows_of(l, kept);
             if constexpr (transposed_matrix<R>) {
                 // r = w^T (x @ w.mT(), a Linear): dw += g^T @ l, (n, k).
-                if (T* dw = contiguous_gradient(r.operand())) {
-                    kernels::blas::gemm(true, false, n, k, rows, T(1), g.data(), n, ld, k, T(1), dw, k);
+                if (const auto dw = contiguous_gradient(r.operand()); dw.data) {
+                    kernels::blas::gemm(true, false, n, k, rows, T(1), g.data(), n, ld, k, beta_for(dw), dw.data, k);
                     return;
                 }
-            } else if (T* dr = contiguous_gradient(r)) {
-                kernels::blas::gemm(true, false, k, n, rows, T(1), ld, k, g.data(), n, T(1), dr, n);
+            } else if (const auto dr = contiguous_gradient(r); dr.data) {
+                kernels::blas::gemm(true, false, k, n, rows, T(1), ld, k, g.data(), n, beta_for(dr), dr.data, n);
                 return;
             }
             tensor_for<T, dims_of<R>> dr{typename tensor_for<T, dims_of<R>>::shape_type(r.extents())};
@@ -655,48 +746,43 @@ void back_node(const softmax_node<Axis, E, Log>& e, const G& g) {
     }
 }
 template <class E, class W, class Bi, bool Centered, class G>
-void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g) {
-    // The row kernels' own backward (kernels::layer_norm_rows_backward, as the forward is theirs),
-    // from each row's mean and 1/std, found again by the forward kernel that keeps them. Each
-    // gradient is written straight into a leaf's where it lies as a row-major block, else aside
-    // and handed on.
+void back_layer_norm(const layer_norm_node<E, W, Bi, Centered>& e, const G& g, const row_statistics<value_type_of<E>>& kept) {
+    // The row kernels' own backward (kernels::layer_norm_rows_backward, as the forward is theirs).
+    // The input's gradient is written straight into a leaf's where it lies as a row-major block
+    // (its first: written, not added), the parameters' likewise (added: they sum over rows);
+    // else aside and handed on.
     using T = value_type_of<E>;
-    using X = tensor_for<T, dims_of<E>>;
-    using P = tensor_for<T, dims_of<W>>;
-    std::optional<X> kept_x;
-    std::optional<P> kept_w, kept_b;
-    const T* x = rows_of(e.operand(), kept_x);
-    const T* w = rows_of(e.weight(), kept_w);
-    const T* b = nullptr;
-    if constexpr (!std::is_null_pointer_v<Bi>) b = rows_of(e.bias(), kept_b);
-    const auto extents = e.operand().extents();
-    const std::size_t d = extents[rank_of<E> - 1];
-    const std::size_t rows = d == 0 ? 0 : element_count(e.operand()) / d;
-    std::vector<T> mean(rows), rstd(rows), normed(rows * d);
-    kernels::layer_norm_rows_saving(x, normed.data(), rows, d, w, b, e.eps(), Centered, mean.data(), rstd.data());
-
-    const auto target = [](const auto& operand, auto& aside) -> value_type_of<E>* {
-        if (!wants_gradient(operand)) {
-            aside.emplace(typename std::remove_cvref_t<decltype(*aside)>::shape_type(operand.extents()));
-        } else if (T* direct = contiguous_gradient(operand)) {
-            return direct;
-        } else {
-            aside.emplace(typename std::remove_cvref_t<decltype(*aside)>::shape_type(operand.extents()));
-        }
-        aside->fill(T(0));
-        return aside->data();
+    const layer_norm_rows_of<E, W, Bi, Centered> in(e);
+    const auto target = [](const auto& operand, auto& aside, bool may_write) -> gradient_target<T> {
+        if (wants_gradient(operand))
+            if (const auto direct = contiguous_gradient(operand); direct.data) {
+                if (direct.unfilled && !may_write) std::fill_n(direct.data, element_count(operand), T(0));
+                return {direct.data, direct.unfilled && may_write};
+            }
+        aside.emplace(std::remove_cvref_t<decltype(*aside)>::for_overwrite(operand.extents()));
+        if (!may_write) aside->fill(T(0));
+        return {aside->data(), may_write};
     };
-    std::optional<X> dx_aside;
-    std::optional<P> dw_aside, db_aside;
-    T* dx = target(e.operand(), dx_aside);
-    T* dw = target(e.weight(), dw_aside);
+    std::optional<tensor_for<T, dims_of<E>>> dx_aside;
+    std::optional<tensor_for<T, dims_of<W>>> dw_aside, db_aside;
+    const auto dx = target(e.operand(), dx_aside, true);
+    const auto dw = target(e.weight(), dw_aside, false);
     T* db = nullptr;
-    if constexpr (!std::is_null_pointer_v<Bi>) db = target(e.bias(), db_aside);
-    kernels::layer_norm_rows_backward(g.data(), x, rows, d, w, mean.data(), rstd.data(), Centered, dx, dw, db);
+    if constexpr (!std::is_null_pointer_v<Bi>) db = target(e.bias(), db_aside, false).data;
+    kernels::layer_norm_rows_backward(g.data(), in.x, in.rows, in.d, in.w, kept.mean.data(), kept.rstd.data(), Centered,
+                                      dx.data, dw.data, db,
+                                      dx.unfilled ? kernels::gradient_write::overwrite : kernels::gradient_write::add);
     if (dx_aside && wants_gradient(e.operand())) back(e.operand(), *dx_aside);
     if (dw_aside && wants_gradient(e.weight())) back(e.weight(), *dw_aside);
     if constexpr (!std::is_null_pointer_v<Bi>)
         if (db_aside && wants_gradient(e.bias())) back(e.bias(), *db_aside);
+}
+template <class E, class W, class Bi, bool Centered, class G>
+void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g) {
+    // A layer norm inside a larger recorded expression: its statistics found again.
+    row_statistics<value_type_of<E>> kept;
+    [[maybe_unused]] const auto value = layer_norm_keeping(e, kept);
+    back_layer_norm(e, g, kept);
 }
 template <class Table, class Ids, class G>
 void back_node(const gather_node<Table, Ids>& e, const G& g) {
@@ -734,15 +820,18 @@ void back_node(const Node&, const G&) {
 template <class Saved, class T, Dim... Ds>
 class recorded final : public recorded_value<T, Ds...> {
 public:
-    recorded(Tensor<T, Ds...> value, Saved expression)
-        : recorded_value<T, Ds...>(std::move(value)), expression_(std::move(expression)) {}
+    recorded(Tensor<T, Ds...> value, Saved expression, kept_by_forward<Saved> kept)
+        : recorded_value<T, Ds...>(std::move(value)), expression_(std::move(expression)), kept_(std::move(kept)) {}
 
     void backward() override {
-        if (this->gradient) back(expression_, *this->gradient);
+        if (!this->gradient) return;
+        if constexpr (std::is_empty_v<kept_by_forward<Saved>>) back(expression_, *this->gradient);
+        else if (wants_gradient(expression_)) back_layer_norm(expression_, *this->gradient, kept_);
     }
 
 private:
     Saved expression_;
+    [[no_unique_address]] kept_by_forward<Saved> kept_;
 };
 
 // A record made by hand (attention's, cross-entropy's, with_derivative's) on the active tape,
@@ -823,9 +912,10 @@ auto record(const E& e, tape& t) {
     // Evaluated from the saved expression, which reads the same elements and is no traced value:
     // the kernels evaluate it as any other, recording nothing.
     auto expression = saved(e, &t);
+    kept_by_forward<decltype(expression)> kept;
     auto value = [&] {
         const tape::pause evaluating(t);
-        return tensor_for<T, dims_of<E>>(expression);
+        return evaluate_keeping<T, dims_of<E>>(expression, kept);
     }();
     if constexpr (!std::is_floating_point_v<T>) {
         // A mask or a count: no gradient flows through it, so nothing is recorded.
@@ -833,7 +923,7 @@ auto record(const E& e, tape& t) {
         return result(std::make_shared<record_type>(std::move(value)));
     } else {
         using record_type = typename recorded_for_impl<decltype(expression), T, dims_of<E>>::type;
-        auto rec = std::make_shared<record_type>(std::move(value), std::move(expression));
+        auto rec = std::make_shared<record_type>(std::move(value), std::move(expression), std::move(kept));
         t.push(rec);
         return result(std::move(rec));
     }

@@ -19,6 +19,7 @@
 // Gradients have a type of their own, not the module's, so that a gradient can never be passed
 // where a parameter is expected, nor pair with a parameter of another module.
 
+#include <shaped/kernels/rows_backward.hpp>
 #include <shaped/nn/module.hpp>
 #include <shaped/train/diagnostics.hpp>
 
@@ -140,9 +141,7 @@ void zero(const G& grads) {
 template <class G>
 double global_norm(const G& grads) {
     double squares = 0;
-    for_each_gradient(grads, [&](std::string_view, const auto& g) {
-        for (const auto value : g.elements()) squares += static_cast<double>(value) * static_cast<double>(value);
-    });
+    for_each_gradient(grads, [&](std::string_view, const auto& g) { squares += kernels::sum_of_squares(g.data(), g.size()); });
     return std::sqrt(squares);
 }
 

@@ -27,6 +27,15 @@ class tape;
 
 namespace detail {
 
+// Where a gradient goes: its elements, and whether they are unfilled storage (nothing has added
+// to the gradient yet), which the writer covers whole, writing rather than adding: a value's
+// first gradient takes no zero-fill before it.
+template <class T>
+struct gradient_target {
+    T* data = nullptr;
+    bool unfilled = false;
+};
+
 // One value on a tape: its gradient, once anything adds to it, and how to hand it on.
 struct recorded_base {
     virtual ~recorded_base() = default;
@@ -62,6 +71,12 @@ struct recorded_value : recorded_elements<T> {
     Tensor<T, Ds...>& zeroed_gradient() {
         if (!gradient) gradient.emplace(typename Tensor<T, Ds...>::shape_type(value.extents()));
         return *gradient;
+    }
+    // The gradient for a writer that covers every element of it: unfilled where none is yet.
+    gradient_target<T> gradient_to_cover() {
+        if (gradient) return {gradient->data(), false};
+        gradient.emplace(Tensor<T, Ds...>::for_overwrite(value.extents()));
+        return {gradient->data(), true};
     }
 
     Tensor<T, Ds...> value;
