@@ -14,6 +14,9 @@
 //                                     head's q and k RMS-normalised before their scores; tests/
 //                                     user_programs/qk_norm_gpt.hpp, written as the guide writes
 //                                     it): what a variant written outside the library costs
+//   train/char_gpt_B16_T64_recomputed the first, each block recomputed in the backward instead of
+//                                     kept (train::recomputed): what activation checkpointing
+//                                     costs in time, and saves in activations (counted)
 //   train/gpt2_2layers_B1_T256_C768   two GPT-2 layers (768 channels, 12 heads, tanh GELU) under
 //                                     GPT-2's vocabulary (50257) and tied classifier, T 256. One
 //                                     row a batch: a step is already about a second on one
@@ -112,14 +115,23 @@ void train_step(benchmark::State& state) {
     }
     bench::count_tokens(state, static_cast<double>(Case::B::extent * Case::T::extent));
     bench::count_flops(state, Case::step_flops());
+    // What a step keeps for its backward, and holds at its peak (tensor storage, MiB).
+    state.counters["activations_MiB"] = static_cast<double>(c->trainer->last_step().activations) / (1 << 20);
+    state.counters["step_peak_MiB"] = static_cast<double>(c->trainer->last_step().peak) / (1 << 20);
 }
 
+template <class Config, class T>
+using GPT = shaped::models::GPT<Config, T>;
+template <class Config, class T>
+using RecomputedGPT = shaped::models::GPT<Config, T, shaped::train::recomputed>;
+
 using char_config = shaped::models::gpt_config<256, 64, 4, 4, 128>;
-using char_gpt = training<shaped::models::GPT, char_config, 16, 64>;
-using char_gpt_one_row = training<shaped::models::GPT, char_config, 1, 64>;
+using char_gpt = training<GPT, char_config, 16, 64>;
+using char_gpt_one_row = training<GPT, char_config, 1, 64>;
 using qk_norm_char_gpt = training<QKNormGPT, char_config, 16, 64>;
+using recomputed_char_gpt = training<RecomputedGPT, char_config, 16, 64>;
 using gpt2_layers =
-    training<shaped::models::GPT, shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256>;
+    training<GPT, shaped::models::gpt_config<50257, 256, 2, 12, 768, shaped::nn::activation::gelu_tanh>, 1, 256>;
 
 }  // namespace
 
@@ -130,6 +142,10 @@ BENCHMARK(train_step<char_gpt_one_row>)
     ->MeasureProcessCPUTime();
 BENCHMARK(train_step<qk_norm_char_gpt>)
     ->Name("train/qk_norm_char_gpt_B16_T64/shaped")
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
+BENCHMARK(train_step<recomputed_char_gpt>)
+    ->Name("train/char_gpt_B16_T64_recomputed/shaped")
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 // About a second a step: three repetitions of two steps are enough to take the fastest.

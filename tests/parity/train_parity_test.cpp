@@ -22,6 +22,11 @@
 namespace {
 
 using Config = shaped::models::gpt_config<67, 16, 2, 3, 24>;
+// nanoGPT's GPT as it is, and with each block recomputed in the backward instead of kept.
+template <class C, class Real>
+using GPT = shaped::models::GPT<C, Real>;
+template <class C, class Real>
+using RecomputedGPT = shaped::models::GPT<C, Real, shaped::train::recomputed>;
 using B = shaped::dim<"B", 4>;
 using T = shaped::dim<"T", 16>;
 using Steps = shaped::dim<"S", 50>;
@@ -145,7 +150,7 @@ void train_as_torch(const std::string& start, const std::string& folder, double 
 // for AdamW's eps to let through.
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[parity][train]") {
     const auto spread = float32_rounding_spread();
-    train_as_torch<shaped::models::GPT, float>("train_gpt", "train_gpt", 1e-4, 1e-6, [&](std::string_view name) {
+    train_as_torch<GPT, float>("train_gpt", "train_gpt", 1e-4, 1e-6, [&](std::string_view name) {
         const auto moved = spread.find(name);
         REQUIRE(moved != spread.end());
         return 1e-4 + 8 * moved->second;
@@ -153,8 +158,14 @@ TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float32", "[par
 }
 
 TEST_CASE("50 training steps of nanoGPT's GPT match PyTorch's in float64", "[parity][train]") {
-    train_as_torch<shaped::models::GPT, double>("train_gpt", "train_gpt_f64", 1e-10, 1e-12,
-                                                [](std::string_view) { return 1e-10; });
+    train_as_torch<GPT, double>("train_gpt", "train_gpt_f64", 1e-10, 1e-12, [](std::string_view) { return 1e-10; });
+}
+
+// Activation checkpointing changes what the step keeps, not what it computes.
+TEST_CASE("50 training steps of nanoGPT's GPT with its blocks recomputed match PyTorch's in float64",
+          "[parity][train][recomputed]") {
+    train_as_torch<RecomputedGPT, double>("train_gpt", "train_gpt_f64", 1e-10, 1e-12,
+                                          [](std::string_view) { return 1e-10; });
 }
 
 // The variant is tests/user_programs/qk_norm_gpt.hpp's, the guide's: its gradients, the

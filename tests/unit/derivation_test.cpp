@@ -330,3 +330,73 @@ TEST_CASE("derivation: every attention layer: one head, many, grouped, rotary an
     const std::size_t reached = check_model_gradients(model, 1e-6, loss, x);
     REQUIRE(reached > nn::parameter_count<AttentionLayers> / 2);
 }
+
+namespace {
+// Two blocks, as a user declares them: each kept whole, or each recomputed in the backward.
+template <template <class> class Wrap, StaticDim Ch = C8>
+struct TwoBlocks {
+    using block = nn::Block<Ch, dim<"NH", 2>, dim<"HS", Ch::extent / 2>, true, double>;
+    BOOST_HANA_DEFINE_STRUCT(TwoBlocks,
+        (nn::Stack<Wrap<block>, 2>, h),
+        (nn::LayerNorm<Ch, true, double>, ln_f));
+};
+template <class Layer>
+using kept_whole = Layer;
+}  // namespace
+
+TEST_CASE("derivation: a recomputed layer's gradients are the kept layer's, its activations one tensor",
+          "[train][derivation][recomputed]") {
+    Generator gen(23);
+    TwoBlocks<kept_whole> kept;
+    nn::for_each_parameter(kept, [&](std::string_view, auto& p) { gen.fill_normal(p.elements()); });
+    TwoBlocks<train::recomputed> recomputed;
+    nn::for_each_parameter(recomputed, [&](std::string_view name, auto& p) {
+        nn::for_each_parameter(kept, [&](std::string_view kept_name, const auto& q) {
+            if constexpr (std::is_same_v<std::remove_cvref_t<decltype(p)>, std::remove_cvref_t<decltype(q)>>)
+                if (name == kept_name) p = q;
+        });
+    });
+    const auto x = randn<double, B, T6, C8>(gen);
+    const auto loss = [](const auto& m, const auto& x) { return total(m.ln_f(m.h(x)) * x); };
+
+    // The plain forward is the layer's own.
+    REQUIRE(loss(recomputed, x).item() == loss(kept, x).item());
+    // The same gradients, of every parameter (the same kernels run on the same values).
+    const auto [kept_loss, kept_grads] = train::value_and_grad(loss, kept, x);
+    const auto [loss_value, grads] = train::value_and_grad(loss, recomputed, x);
+    REQUIRE(loss_value == kept_loss);
+    std::vector<double> want;
+    train::for_each_gradient(kept_grads, [&](std::string_view, const auto& g) { want.insert(want.end(), g.data(), g.data() + g.size()); });
+    std::size_t at = 0;
+    train::for_each_gradient(grads, [&](std::string_view name, const auto& g) {
+        for (std::size_t i = 0; i < g.size(); ++i, ++at) {
+            INFO(std::string(name) << "[" << i << "]");
+            REQUIRE(g.data()[i] == Approx(want[at]).epsilon(1e-12).margin(1e-14));
+        }
+    });
+    REQUIRE(at == want.size());
+    // And central differences, through the recomputation.
+    REQUIRE(check_model_gradients(recomputed, 1e-6, loss, x) > nn::parameter_count<decltype(recomputed)> / 2);
+
+    // What the forward keeps for the backward: each recomputed block's output (its input is the
+    // one before's), not every value inside it. (Sizes whose tensors live on the heap, which is
+    // what the meter reads.)
+    using C64 = dim<"C", 64>;
+    const auto wide = randn<double, dim<"B", 4>, dim<"T", 32>, C64>(gen);
+    const auto kept_after_forward = [&](const auto& model) {
+        std::size_t held = 0;
+        const auto measured = [&](const auto& m, const auto& input) {
+            const storage_meter meter;  // from the forward's start: not the gradients, nor the input
+            auto value = loss(m, input);
+            held = meter.held();
+            return value;
+        };
+        [[maybe_unused]] const auto result = train::value_and_grad(measured, model, wide);
+        return held;
+    };
+    const auto wide_kept = std::make_unique<TwoBlocks<kept_whole, C64>>();
+    const auto wide_recomputed = std::make_unique<TwoBlocks<train::recomputed, C64>>();
+    const std::size_t whole = kept_after_forward(*wide_kept), lean = kept_after_forward(*wide_recomputed);
+    INFO("kept " << whole << " bytes, recomputed " << lean);
+    REQUIRE(lean * 8 < whole);
+}

@@ -1,5 +1,5 @@
 #pragma once
-// models::GPT<Config, T>: nanoGPT's GPT, top to bottom:
+// models::GPT<Config, T, BlockAs>: nanoGPT's GPT, top to bottom:
 //
 //   x = wte(idx) + wpe(positions)     (B, T, C): token and position embeddings
 //   x = h(x)                          the n_layer blocks, in order
@@ -13,6 +13,10 @@
 // block's cache (cache_type<B>), model.next_logits(idx, caches).
 //
 //   cross_entropy(logits, targets)   F.cross_entropy's mean, ignore_index -1
+//
+// BlockAs wraps each block's type: as it is by default; GPT<Config, T, train::recomputed> trains
+// with each block recomputed in the backward instead of kept (train/recomputed.hpp), the same
+// parameters under the same names.
 
 #include <shaped/models/decoder.hpp>
 #include <shaped/nn.hpp>
@@ -49,8 +53,8 @@ using gpt2_124m = gpt_config<50257, 1024, 12, 12, 768, nn::activation::gelu_tanh
 using gpt2_355m = gpt_config<50257, 1024, 24, 16, 1024, nn::activation::gelu_tanh>;
 using gpt2_774m = gpt_config<50257, 1024, 36, 20, 1280, nn::activation::gelu_tanh>;
 
-template <class Config, class T = float>
-class GPT : public decoder<GPT<Config, T>, Config::n_layer> {
+template <class Config, class T = float, template <class> class BlockAs = std::type_identity_t>
+class GPT : public decoder<GPT<Config, T, BlockAs>, Config::n_layer> {
 public:
     static constexpr std::string_view name = "shaped::models::GPT";
     using config = Config;
@@ -61,7 +65,7 @@ public:
     using heads_dim = dim<"NH", Config::n_head>;
     using head_size_dim = dim<"HS", Config::n_embd / Config::n_head>;
     using block_type = nn::Block<channel_dim, heads_dim, head_size_dim, Config::bias, T, typename Config::activation>;
-    using blocks_type = nn::Stack<block_type, Config::n_layer>;
+    using blocks_type = nn::Stack<BlockAs<block_type>, Config::n_layer>;
     // The caches a batch of B rows decodes with, one per block, each as long as the context.
     template <StaticDim B>
     using cache_type = typename blocks_type::template cache_type<B, context_dim>;
@@ -126,8 +130,8 @@ std::size_t counted_targets(std::span<const Id> targets, std::string_view vocab_
 }
 }  // namespace detail
 
-template <class Config, class T>
-GPT<Config, T>::GPT(Generator& gen) {
+template <class Config, class T, template <class> class BlockAs>
+GPT<Config, T, BlockAs>::GPT(Generator& gen) {
     const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(Config::n_layer));
     nn::for_each_parameter(*this, [&](std::string_view name, auto& parameter) {
         if constexpr (rank_of<std::remove_cvref_t<decltype(parameter)>> == 2) {
@@ -140,9 +144,9 @@ GPT<Config, T>::GPT(Generator& gen) {
     });
 }
 
-template <class Config, class T>
+template <class Config, class T, template <class> class BlockAs>
 template <class Ids, std::size_t Batch>
-auto GPT<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch>& starts,
+auto GPT<Config, T, BlockAs>::embed(const Ids& ids, const std::array<std::size_t, Batch>& starts,
                            const std::array<std::size_t, Batch>& counts) const {
     using B = dim_at<0, dims_of<Ids>>;
     using Time = dim_at<1, dims_of<Ids>>;

@@ -257,6 +257,15 @@ inline constexpr bool is_traced_view<traced_view<T, Ds...>> = true;
 class tape {
 public:
     tape() : outer_(detail::active_tape) { detail::active_tape = this; }
+    // A tape that watches the parameters another watches, adding into the same gradients (what
+    // a recomputed layer's backward records its forward on again).
+    struct watching_as {
+        const tape& other;
+    };
+    explicit tape(watching_as same) : tape() {
+        parameters_ = same.other.parameters_;
+        elements_ = same.other.elements_;
+    }
     ~tape() { detail::active_tape = outer_; }
     tape(const tape&) = delete;
     tape& operator=(const tape&) = delete;
