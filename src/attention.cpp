@@ -66,36 +66,43 @@ std::size_t visible_keys(const attention_problem<T>& p, std::size_t i) {
 }
 template <class T>
 std::size_t first_visible_key(const attention_problem<T>& p, std::size_t i) {
-    if (!p.sees.window) return 0;
-    const long first = static_cast<long>(i) + p.sees.diagonal + 1 - static_cast<long>(*p.sees.window);
-    return std::min(static_cast<std::size_t>(std::max(first, 0L)), visible_keys(p, i));
+    const long end = static_cast<long>(i) + p.sees.diagonal + 1;  // one past the diagonal
+    // Compared unsigned, so that a window wider than any long (no window at all) is not negative.
+    if (!p.sees.window || end <= 0 || *p.sees.window >= static_cast<std::size_t>(end)) return 0;
+    return std::min(static_cast<std::size_t>(end) - *p.sees.window, visible_keys(p, i));
 }
 
-// One matrix of the batch: its operands' first elements.
+// One matrix of the batch: its operands' first elements, and its queries' log-sum-exps (null
+// when not wanted).
 template <class T>
 struct matrices {
     const T* q;
     const T* k;
     const T* v;
     T* out;
+    T* lse;
 };
 template <class T>
 matrices<T> matrices_at(const attention_problem<T>& p, std::size_t b) {
-    matrices<T> m{p.q, p.k, p.v, p.out};
+    matrices<T> m{p.q.data, p.k.data, p.v.data, p.out.data, p.lse ? p.lse + b * p.tq() : nullptr};
     for (std::size_t i = p.batch_rank; i-- > 0;) {
         const auto index = static_cast<std::ptrdiff_t>(b % p.batch_extents[i]);
         b /= p.batch_extents[i];
-        m.q += index * p.q_batch[i];
-        m.k += index * p.k_batch[i];
-        m.v += index * p.v_batch[i];
-        m.out += index * p.out_batch[i];
+        m.q += index * p.q.batch[i];
+        m.k += index * p.k.batch[i];
+        m.v += index * p.v.batch[i];
+        m.out += index * p.out.batch[i];
     }
     return m;
 }
 
+// Query i of matrix m sees no key: no distribution, so NaN out, as softmax over -inf gives, and
+// a log-sum-exp of -inf.
 template <class T>
-void fill_nan(const attention_problem<T>& p, T* out_row) {
-    for (std::size_t c = 0; c < p.dv(); ++c) out_row[c * p.out_matrix.strides[1]] = std::numeric_limits<T>::quiet_NaN();
+void no_keys_seen(const attention_problem<T>& p, const matrices<T>& m, std::size_t i) {
+    T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out.matrix.strides[0];
+    for (std::size_t c = 0; c < p.dv(); ++c) out_row[c * p.out.matrix.strides[1]] = std::numeric_limits<T>::quiet_NaN();
+    if (m.lse) m.lse[i] = -std::numeric_limits<T>::infinity();
 }
 
 // out_row[c] = acc[c] * factor, c < dv.
@@ -103,9 +110,9 @@ template <class T>
 void write_scaled(const attention_problem<T>& p, const T* acc, T factor, T* out_row) {
     constexpr std::size_t N = lanes<T>;
     std::size_t c = 0;
-    if (p.out_matrix.strides[1] == 1)
+    if (p.out.matrix.strides[1] == 1)
         for (; c + N <= p.dv(); c += N) (vec<T>::load_unaligned(acc + c) * vec<T>(factor)).store_unaligned(out_row + c);
-    for (; c < p.dv(); ++c) out_row[static_cast<std::ptrdiff_t>(c) * p.out_matrix.strides[1]] = acc[c] * factor;
+    for (; c < p.dv(); ++c) out_row[static_cast<std::ptrdiff_t>(c) * p.out.matrix.strides[1]] = acc[c] * factor;
 }
 
 // ---- rows: a GEMV-shaped pass per query --------------------------------------------------------
@@ -225,35 +232,35 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
     T* query = sized(s.queries, p.d());
     T* scores = sized(s.scores, round_up(p.tk(), N));
     T* acc = sized(s.out, p.dv());
-    const bool unit_values = p.v_matrix.strides[1] == 1;
+    const bool unit_values = p.v.matrix.strides[1] == 1;
     for (std::size_t i = first; i < last; ++i) {
-        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_matrix.strides[0];
+        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out.matrix.strides[0];
         // The keys and values this query sees start at its first visible key.
         const std::size_t from = first_visible_key(p, i);
         const std::size_t n = visible_keys(p, i) - from;
         if (n == 0) {
-            fill_nan(p, out_row);
+            no_keys_seen(p, m, i);
             continue;
         }
-        const T* keys = m.k + static_cast<std::ptrdiff_t>(from) * p.k_matrix.strides[0];
-        const T* values = m.v + static_cast<std::ptrdiff_t>(from) * p.v_matrix.strides[0];
-        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_matrix.strides[0];
-        for (std::size_t c = 0; c < p.d(); ++c) query[c] = p.scale * q_row[c * p.q_matrix.strides[1]];
+        const T* keys = m.k + static_cast<std::ptrdiff_t>(from) * p.k.matrix.strides[0];
+        const T* values = m.v + static_cast<std::ptrdiff_t>(from) * p.v.matrix.strides[0];
+        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q.matrix.strides[0];
+        for (std::size_t c = 0; c < p.d(); ++c) query[c] = p.scale * q_row[c * p.q.matrix.strides[1]];
 
         // 1. Scores: a dot product per key when each key's elements are adjacent, otherwise one
         //    pass per query element over keys that are adjacent, or element by element.
-        if (p.k_matrix.strides[1] == 1) {
-            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, keys + static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0], p.d());
-        } else if (p.k_matrix.strides[0] == 1) {
+        if (p.k.matrix.strides[1] == 1) {
+            for (std::size_t j = 0; j < n; ++j) scores[j] = dot(query, keys + static_cast<std::ptrdiff_t>(j) * p.k.matrix.strides[0], p.d());
+        } else if (p.k.matrix.strides[0] == 1) {
             std::fill(scores, scores + n, T{0});
             for (std::size_t c = 0; c < p.d(); ++c)
-                axpy(query[c], keys + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1], scores, n);
+                axpy(query[c], keys + static_cast<std::ptrdiff_t>(c) * p.k.matrix.strides[1], scores, n);
         } else {
             for (std::size_t j = 0; j < n; ++j) {
                 T sum = 0;
                 for (std::size_t c = 0; c < p.d(); ++c)
-                    sum += query[c] * keys[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0] +
-                                           static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1]];
+                    sum += query[c] * keys[static_cast<std::ptrdiff_t>(j) * p.k.matrix.strides[0] +
+                                           static_cast<std::ptrdiff_t>(c) * p.k.matrix.strides[1]];
                 scores[j] = sum;
             }
         }
@@ -269,15 +276,16 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
             sum_v += e;
         }
         const T sum = xsimd::hadd(sum_v);
+        if (m.lse) m.lse[i] = max + std::log(sum);
 
         // 3. The weighted sum of the values, normalised once at the end.
         if (unit_values) {
-            weighted_rows(scores, n, values, p.v_matrix.strides[0], p.dv(), acc);
+            weighted_rows(scores, n, values, p.v.matrix.strides[0], p.dv(), acc);
         } else {
             std::fill(acc, acc + p.dv(), T{0});
             for (std::size_t key = 0; key < n; ++key) {
-                const T* v_row = values + static_cast<std::ptrdiff_t>(key) * p.v_matrix.strides[0];
-                for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += scores[key] * v_row[c * p.v_matrix.strides[1]];
+                const T* v_row = values + static_cast<std::ptrdiff_t>(key) * p.v.matrix.strides[0];
+                for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += scores[key] * v_row[c * p.v.matrix.strides[1]];
             }
         }
         write_scaled(p, acc, T{1} / sum, out_row);
@@ -297,8 +305,8 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
     T* keys_t = sized(s.keys_t, p.d() * N);
     std::fill(keys_t, keys_t + p.d() * N, T{0});
     for (std::size_t j = 0; j < p.tk(); ++j) {
-        const T* k_row = m.k + static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0];
-        for (std::size_t c = 0; c < p.d(); ++c) keys_t[c * N + j] = k_row[static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1]];
+        const T* k_row = m.k + static_cast<std::ptrdiff_t>(j) * p.k.matrix.strides[0];
+        for (std::size_t c = 0; c < p.d(); ++c) keys_t[c * N + j] = k_row[static_cast<std::ptrdiff_t>(c) * p.k.matrix.strides[1]];
     }
     alignas(64) T lane_index[N];
     for (std::size_t j = 0; j < N; ++j) lane_index[j] = static_cast<T>(j);
@@ -306,16 +314,16 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
     T* acc = sized(s.out, p.dv());
     alignas(64) T weights[N];
     for (std::size_t i = first; i < last; ++i) {
-        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out_matrix.strides[0];
+        T* out_row = m.out + static_cast<std::ptrdiff_t>(i) * p.out.matrix.strides[0];
         const std::size_t from = first_visible_key(p, i), n = visible_keys(p, i);
         if (n == from) {
-            fill_nan(p, out_row);
+            no_keys_seen(p, m, i);
             continue;
         }
-        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q_matrix.strides[0];
+        const T* q_row = m.q + static_cast<std::ptrdiff_t>(i) * p.q.matrix.strides[0];
         // Four partial sums, so that the multiply-adds do not wait on one another.
         const auto term = [&](std::size_t c, const vec<T>& sum) {
-            return xsimd::fma(vec<T>(p.scale * q_row[static_cast<std::ptrdiff_t>(c) * p.q_matrix.strides[1]]),
+            return xsimd::fma(vec<T>(p.scale * q_row[static_cast<std::ptrdiff_t>(c) * p.q.matrix.strides[1]]),
                               vec<T>::load_aligned(keys_t + c * N), sum);
         };
         vec<T> part0(T{0}), part1(T{0}), part2(T{0}), part3(T{0});
@@ -330,15 +338,18 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
         const auto seen = (lane >= vec<T>(static_cast<T>(from))) && (lane < vec<T>(static_cast<T>(n)));
         const vec<T> scores =
             xsimd::select(seen, (part0 + part1) + (part2 + part3), vec<T>(-std::numeric_limits<T>::infinity()));
-        const vec<T> e = xsimd::exp(scores - vec<T>(largest_lane(scores)));
+        const T max = largest_lane(scores);
+        const vec<T> e = xsimd::exp(scores - vec<T>(max));
         e.store_aligned(weights);
-        const T inv = T{1} / xsimd::hadd(e);
+        const T sum = xsimd::hadd(e);
+        if (m.lse) m.lse[i] = max + std::log(sum);
+        const T inv = T{1} / sum;
         std::fill(acc, acc + p.dv(), T{0});
         for (std::size_t j = from; j < n; ++j) {
-            const T* v_row = m.v + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
-            if (p.v_matrix.strides[1] == 1) axpy(weights[j], v_row, acc, p.dv());
+            const T* v_row = m.v + static_cast<std::ptrdiff_t>(j) * p.v.matrix.strides[0];
+            if (p.v.matrix.strides[1] == 1) axpy(weights[j], v_row, acc, p.dv());
             else
-                for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += weights[j] * v_row[static_cast<std::ptrdiff_t>(c) * p.v_matrix.strides[1]];
+                for (std::size_t c = 0; c < p.dv(); ++c) acc[c] += weights[j] * v_row[static_cast<std::ptrdiff_t>(c) * p.v.matrix.strides[1]];
         }
         write_scaled(p, acc, inv, out_row);
     }
@@ -432,26 +443,27 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
     // 1. Pack the keys these queries see, keys [lowest, lowest + keys), transposed (d x keys, so
     //    that a score tile reads whole vectors of keys), and their values with rows padded to
     //    whole vectors. Padding is zero: a padded key is masked, and its zero value adds
-    //    nothing. Packed key j is key lowest + j.
-    const std::size_t lowest = first_visible_key(p, first);
+    //    nothing. Packed key j is key lowest + j; lowest starts a key block, so that a query's
+    //    blocks, and so its numbers, are the same whichever chunk of queries it is in.
+    const std::size_t lowest = first_visible_key(p, first) / key_block * key_block;
     const std::size_t keys = visible_keys(p, last - 1) - lowest;
     const std::size_t keys_ld = round_up(std::max<std::size_t>(keys, 1), key_block);
     const std::size_t values_ld = round_up(p.dv(), N);
     T* keys_t = sized(s.keys_t, p.d() * keys_ld);
     T* values = sized(s.values, keys_ld * values_ld);
-    const T* k_first = m.k + static_cast<std::ptrdiff_t>(lowest) * p.k_matrix.strides[0];
-    const T* v_first = m.v + static_cast<std::ptrdiff_t>(lowest) * p.v_matrix.strides[0];
+    const T* k_first = m.k + static_cast<std::ptrdiff_t>(lowest) * p.k.matrix.strides[0];
+    const T* v_first = m.v + static_cast<std::ptrdiff_t>(lowest) * p.v.matrix.strides[0];
     for (std::size_t c = 0; c < p.d(); ++c) {
         T* dst = keys_t + c * keys_ld;
-        const T* src = k_first + static_cast<std::ptrdiff_t>(c) * p.k_matrix.strides[1];
-        for (std::size_t j = 0; j < keys; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * p.k_matrix.strides[0]];
+        const T* src = k_first + static_cast<std::ptrdiff_t>(c) * p.k.matrix.strides[1];
+        for (std::size_t j = 0; j < keys; ++j) dst[j] = src[static_cast<std::ptrdiff_t>(j) * p.k.matrix.strides[0]];
         std::fill(dst + keys, dst + keys_ld, T{0});
     }
     for (std::size_t j = 0; j < keys_ld; ++j) {
         T* dst = values + j * values_ld;
         if (j < keys) {
-            const T* src = v_first + static_cast<std::ptrdiff_t>(j) * p.v_matrix.strides[0];
-            for (std::size_t c = 0; c < p.dv(); ++c) dst[c] = src[static_cast<std::ptrdiff_t>(c) * p.v_matrix.strides[1]];
+            const T* src = v_first + static_cast<std::ptrdiff_t>(j) * p.v.matrix.strides[0];
+            for (std::size_t c = 0; c < p.dv(); ++c) dst[c] = src[static_cast<std::ptrdiff_t>(c) * p.v.matrix.strides[1]];
             std::fill(dst + p.dv(), dst + values_ld, T{0});
         } else {
             std::fill(dst, dst + values_ld, T{0});
@@ -473,8 +485,8 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
         for (std::size_t r = 0; r < padded_rows; ++r) {
             T* dst = queries + r * p.d();
             if (r < rows) {
-                const T* src = m.q + static_cast<std::ptrdiff_t>(i0 + r) * p.q_matrix.strides[0];
-                for (std::size_t c = 0; c < p.d(); ++c) dst[c] = p.scale * src[static_cast<std::ptrdiff_t>(c) * p.q_matrix.strides[1]];
+                const T* src = m.q + static_cast<std::ptrdiff_t>(i0 + r) * p.q.matrix.strides[0];
+                for (std::size_t c = 0; c < p.d(); ++c) dst[c] = p.scale * src[static_cast<std::ptrdiff_t>(c) * p.q.matrix.strides[1]];
             } else {
                 std::fill(dst, dst + p.d(), T{0});
             }
@@ -525,15 +537,17 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
             }
         }
 
-        // 4. Normalise by each query's sum. A query that sees no key has no distribution: its
-        //    sum is 0 and its output NaN, as the unfused softmax gives.
+        // 4. Normalise by each query's sum, and keep its log-sum-exp if asked. A query that sees
+        //    no key has no distribution: its sum is 0 and its output NaN, as the unfused softmax
+        //    gives.
         for (std::size_t r = 0; r < rows; ++r) {
-            T* out_row = m.out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_matrix.strides[0];
             if (softmax.sum[r] == T{0}) {
-                fill_nan(p, out_row);
+                no_keys_seen(p, m, i0 + r);
                 continue;
             }
-            write_scaled(p, out + r * values_ld, T{1} / softmax.sum[r], out_row);
+            write_scaled(p, out + r * values_ld, T{1} / softmax.sum[r],
+                         m.out + static_cast<std::ptrdiff_t>(i0 + r) * p.out.matrix.strides[0]);
+            if (m.lse) m.lse[i0 + r] = softmax.max[r] + std::log(softmax.sum[r]);
         }
     }
 }

@@ -1,6 +1,7 @@
 // Fused causal attention against a naive reference (double-precision loops over the T x T
 // scores), and against the same expression evaluated step by step: sizes around the kernel's
-// blocks, static and dynamic T, float and double, strided operands, other masks.
+// blocks, static and dynamic T, float and double, strided operands, other masks; the log-sum-exp
+// it keeps for training against the reference's.
 
 #include "reference.hpp"
 
@@ -8,9 +9,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -373,4 +378,90 @@ TEST_CASE("fused attention over batch x heads in parallel gives the serial numbe
     }
     REQUIRE(bitwise_equal(serial, parallel));
     require_close(values_of(parallel), naive_attention(q, k, v, 0.125, true, 0), tolerance<float>());
+}
+
+TEMPLATE_TEST_CASE("the forward's log-sum-exp meets the naive reference: causal, windowed, grouped, after a cache",
+                   "[attention]", float, double) {
+    using V = TestType;
+    using shaped::kernels::attention_problem;
+    using shaped::kernels::batched_matrices;
+    struct lengths {
+        std::size_t tq, tk;
+    };
+    // Few queries (a row at a time), every key in one vector, and blocks; tk > tq are queries
+    // after tk - tq cached positions, tk < tq queries of which the first see no key.
+    const lengths n = GENERATE(lengths{1, 1}, lengths{1, 37}, lengths{4, 4}, lengths{7, 100}, lengths{3, 13},
+                               lengths{9, 9}, lengths{64, 64}, lengths{65, 130}, lengths{130, 130}, lengths{20, 17});
+    const std::size_t window = GENERATE(0, 1, 5, 70);  // 0: none
+    const bool grouped = GENERATE(false, true);
+    const bool causal = GENERATE(true, false);
+    if (!causal && window) return;  // a window is a causal mask's
+    const std::size_t batch = 2, kv_heads = grouped ? 2 : 1, group = grouped ? 3 : 1, d = 24, dv = 40;
+    const std::size_t matrices = batch * kv_heads * group;
+    CAPTURE(n.tq, n.tk, window, grouped, causal);
+
+    // q and out (B, kv_heads, group, T, D) contiguous; k and v (B, kv_heads, T, D), broadcast
+    // along the group.
+    std::mt19937 gen(static_cast<unsigned>(n.tq * 1000 + n.tk + window));
+    std::uniform_real_distribution<double> uniform(-2, 2);
+    const auto random = [&](std::size_t size) {
+        std::vector<V> x(size);
+        for (auto& e : x) e = static_cast<V>(uniform(gen));
+        return x;
+    };
+    const std::vector<V> q = random(matrices * n.tq * d), k = random(batch * kv_heads * n.tk * d),
+                         v = random(batch * kv_heads * n.tk * dv);
+    std::vector<V> out(matrices * n.tq * dv), lse(matrices * n.tq, std::numeric_limits<V>::quiet_NaN());
+    const auto operand = [&](auto* data, std::size_t rows, std::size_t cols, bool shared) {
+        const auto matrix = static_cast<std::ptrdiff_t>(rows * cols);
+        const auto heads = static_cast<std::ptrdiff_t>(shared ? kv_heads : kv_heads * group);
+        const std::ptrdiff_t head = shared ? matrix : matrix * static_cast<std::ptrdiff_t>(group);
+        return batched_matrices<std::remove_pointer_t<decltype(data)>>{
+            data,
+            {{rows, cols}, {static_cast<std::ptrdiff_t>(cols), 1}},
+            {heads * matrix, head, shared ? 0 : matrix}};
+    };
+    const V scale = static_cast<V>(1 / std::sqrt(static_cast<double>(d)));
+    const long diagonal = static_cast<long>(n.tk) - static_cast<long>(n.tq);
+    attention_problem<V> p{.q = operand(q.data(), n.tq, d, false),
+                           .k = operand(k.data(), n.tk, d, true),
+                           .v = operand(v.data(), n.tk, dv, true),
+                           .out = operand(out.data(), n.tq, dv, false),
+                           .lse = lse.data(),
+                           .scale = scale,
+                           .sees = {causal, diagonal, window ? std::optional<std::size_t>(window) : std::nullopt},
+                           .batch_rank = 3,
+                           .batch_extents = {batch, kv_heads, group}};
+    shaped::kernels::attention(p);
+
+    // log sum_j exp(scale q_i . k_j) over the keys query i sees, in double.
+    std::size_t bad = 0;
+    for (std::size_t m = 0; m < matrices; ++m) {
+        const std::size_t kv = m / group;  // (b, kv_head) of matrix m = (b, kv_head, member)
+        for (std::size_t i = 0; i < n.tq; ++i) {
+            std::vector<double> scores;
+            for (std::size_t j = 0; j < n.tk; ++j) {
+                const long last = static_cast<long>(i) + diagonal;
+                const bool seen = !causal || (static_cast<long>(j) <= last &&
+                                              (!window || static_cast<long>(j) > last - static_cast<long>(window)));
+                if (!seen) continue;
+                const V* q_row = q.data() + (m * n.tq + i) * d;
+                const V* k_row = k.data() + (kv * n.tk + j) * d;
+                double s = 0;
+                for (std::size_t c = 0; c < d; ++c) s += static_cast<double>(q_row[c]) * static_cast<double>(k_row[c]);
+                scores.push_back(static_cast<double>(scale) * s);
+            }
+            const double got = lse[m * n.tq + i];
+            if (scores.empty()) {
+                if (!(std::isinf(got) && got < 0)) ++bad;
+                continue;
+            }
+            const double max = *std::max_element(scores.begin(), scores.end());
+            double sum = 0;
+            for (double s : scores) sum += std::exp(s - max);
+            const double want = max + std::log(sum);
+            if (!(std::abs(got - want) <= tolerance<V>() * (1 + std::abs(want)))) ++bad;
+        }
+    }
+    REQUIRE(bad == 0);
 }

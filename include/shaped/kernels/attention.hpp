@@ -5,7 +5,9 @@
 // when the max grows), and key blocks wholly in a query block's future are never visited (nor,
 // with a sliding window, those wholly before it: O(T x W) work, not O(T^2)). A few queries (a
 // decoding step against a cache, or the chapter's T=4) take a row-at-a-time path shaped like a
-// GEMV instead, over the keys a query can see and no others.
+// GEMV instead, over the keys a query can see and no others. The one kernel serves inference,
+// decoding and training: asked to, it keeps each query's log-sum-exp for the backward
+// (kernels/attention_backward.hpp).
 //
 // attention_into(target, q, k, v, scale, visibility) is the entry point from assign(): any
 // Tensor or View operands, read in place through their strides (a transposed k is the same
@@ -36,26 +38,35 @@ struct visibility {
     std::optional<std::size_t> window{};
 };
 
-// One attention problem over strided memory. Each operand is a batch of matrices, laid out as
-// its matrix layout says: q is tq x d, k is tk x d, v is tk x dv, out is tq x dv.
+// One operand of an attention problem: a batch of matrices. Matrix b's element (i, j) is
+// data[offset + i * matrix.strides[0] + j * matrix.strides[1]], offset stepping along the batch
+// dims by `batch` (0 where the operand broadcasts).
+template <class P>
+struct batched_matrices {
+    P* data;
+    strided_layout<2> matrix;
+    std::array<std::ptrdiff_t, max_attention_batch_rank> batch;
+};
+
+// One attention problem over strided memory: q is tq x d, k is tk x d, v is tk x dv, out is
+// tq x dv, each a batch of them. With lse set, the forward also writes each query's log-sum-exp
+// of its scaled scores over the keys it sees (natural log; -inf where it sees none), what the
+// backward (kernels/attention_backward.hpp) recomputes the weights from: lse[b * tq + i] for
+// query i of matrix b, the matrices counted row-major over the batch dims.
 template <class T>
 struct attention_problem {
-    const T* q;
-    const T* k;
-    const T* v;
-    T* out;
-    strided_layout<2> q_matrix, k_matrix, v_matrix, out_matrix;
-    std::size_t tq() const { return q_matrix.extents[0]; }
-    std::size_t d() const { return q_matrix.extents[1]; }
-    std::size_t tk() const { return v_matrix.extents[0]; }
-    std::size_t dv() const { return v_matrix.extents[1]; }
+    batched_matrices<const T> q, k, v;
+    batched_matrices<T> out;
+    T* lse;
+    std::size_t tq() const { return q.matrix.extents[0]; }
+    std::size_t d() const { return q.matrix.extents[1]; }
+    std::size_t tk() const { return v.matrix.extents[0]; }
+    std::size_t dv() const { return v.matrix.extents[1]; }
     T scale;
     visibility sees;
-    // The batch dims in front of the matrices, and each operand's strides along them (0 where
-    // it broadcasts).
+    // The batch dims in front of the matrices.
     std::size_t batch_rank;
     std::array<std::size_t, max_attention_batch_rank> batch_extents;
-    std::array<std::ptrdiff_t, max_attention_batch_rank> q_batch, k_batch, v_batch, out_batch;
 };
 
 void attention(const attention_problem<float>& problem);
@@ -129,19 +140,15 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
     }
 
     attention_problem<T> p{};
-    p.q = q.data;
-    p.k = k.data;
-    p.v = v.data;
-    p.out = target.data();
     // The last two dims of each operand; k's the other way round where it is held transposed.
     const auto matrix = [](const auto& layout, std::size_t rows, std::size_t cols) {
         return strided_layout<2>{{layout.extents[rows], layout.extents[cols]},
                                  {layout.strides[rows], layout.strides[cols]}};
     };
-    p.q_matrix = matrix(q, qr - 2, qr - 1);
-    p.k_matrix = keys_transposed ? matrix(k, kr - 1, kr - 2) : matrix(k, kr - 2, kr - 1);
-    p.v_matrix = matrix(v, vr - 2, vr - 1);
-    p.out_matrix = matrix(strided_layout<cr>{out_extents, out_strides}, cr - 2, cr - 1);
+    p.q = {q.data, matrix(q, qr - 2, qr - 1), {}};
+    p.k = {k.data, keys_transposed ? matrix(k, kr - 1, kr - 2) : matrix(k, kr - 2, kr - 1), {}};
+    p.v = {v.data, matrix(v, vr - 2, vr - 1), {}};
+    p.out = {target.data(), matrix(strided_layout<cr>{out_extents, out_strides}, cr - 2, cr - 1), {}};
     p.scale = scale;
     p.sees = sees;
     p.batch_rank = batch;
@@ -150,10 +157,10 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
     const auto vb = detail::batch_strides<batch>(v);
     for (std::size_t i = 0; i < batch; ++i) {
         p.batch_extents[i] = out_extents[i];
-        p.q_batch[i] = qb[i];
-        p.k_batch[i] = kb[i];
-        p.v_batch[i] = vb[i];
-        p.out_batch[i] = out_extents[i] == 1 ? 0 : out_strides[i];
+        p.q.batch[i] = qb[i];
+        p.k.batch[i] = kb[i];
+        p.v.batch[i] = vb[i];
+        p.out.batch[i] = out_extents[i] == 1 ? 0 : out_strides[i];
     }
     attention(p);
 }
