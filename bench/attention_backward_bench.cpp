@@ -1,6 +1,7 @@
 // The fused causal attention backward alone (kernels::attention_backward) over contiguous
 // (B, NH, T, HS) queries, keys and values, given the forward's out and log-sum-exp (one
-// kernels::attention_forward, outside the timing) and a random gradient of out: dq, dk and dv.
+// kernels::attention keeping the log-sum-exp, outside the timing) and a random gradient of out:
+// dq, dk and dv.
 //
 // Its flops are five products over the causal half, T(T+1)/2 query-key pairs per head of HS
 // multiply-adds (2 flops) each: the scores q k^T again, dP = dout v^T, dv = P^T dout,
@@ -41,22 +42,27 @@ struct backward_case {
                              v = bench::random_floats(n, 13), dout = bench::random_floats(n, 14);
     std::vector<float> out = std::vector<float>(n), lse = std::vector<float>(heads * t);
 
-    backward_case() { shaped::kernels::attention_forward(problem(), out.data(), lse.data()); }
-
-    shaped::kernels::attention_training_problem<float> problem() const {
+    // Every head its own (B, NH, T, HS), contiguous.
+    template <class P>
+    static shaped::kernels::batched_matrices<P> heads_of(P* data) {
         constexpr auto time = static_cast<std::ptrdiff_t>(t), size = static_cast<std::ptrdiff_t>(hs);
         constexpr shaped::kernels::heads_layout contiguous{static_cast<std::ptrdiff_t>(Heads) * time * size, time * size,
                                                            size};
-        return {.batch = Batch, .heads = Heads, .kv_heads = Heads, .time = t, .head_size = hs, .scale = scale,
-                .window = std::nullopt, .q = q.data(), .q_layout = contiguous, .k = k.data(), .k_layout = contiguous,
-                .v = v.data(), .v_layout = contiguous, .out_layout = contiguous};
+        return shaped::kernels::grouped_heads(data, contiguous, t, hs, 1, false);
     }
+
+    // The forward's problem, its out and lse filled once.
+    const shaped::kernels::attention_problem<float> problem = [this] {
+        const shaped::kernels::attention_problem<float> p{
+            .q = heads_of(q.data()), .k = heads_of(k.data()), .v = heads_of(v.data()), .out = heads_of(out.data()),
+            .lse = lse.data(), .scale = scale, .sees = {true, 0}, .batch_rank = 3, .batch_extents = {Batch, Heads, 1}};
+        shaped::kernels::attention(p);
+        return p;
+    }();
 
     // dq, dk, dv (each n) += the gradients.
     void shaped_backward(float* dq, float* dk, float* dv) const {
-        const auto p = problem();
-        shaped::kernels::attention_backward(p, out.data(), lse.data(), dout.data(),
-                                            {dq, p.q_layout, dk, p.k_layout, dv, p.v_layout});
+        shaped::kernels::attention_backward(problem, dout.data(), {heads_of(dq), heads_of(dk), heads_of(dv)});
     }
 
     // dq, dk, dv (each n) = the gradients; probabilities and dprobabilities are T x T scratch.

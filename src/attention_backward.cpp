@@ -1,9 +1,8 @@
-// Causal attention for training, compiled once for float and double (see
-// kernels/attention_backward.hpp). Both passes work on tiles of 64 queries x 64 keys: each
-// operand is packed once per head into per-thread scratch (rows padded to whole vectors, zeros
-// beyond the head and beyond T), and every product of two tiles runs through one
-// register-blocked kernel, multiply(). Vectors are xsimd batches of the widest instruction set
-// the build targets.
+// Attention's backward, compiled once for float and double (see kernels/attention_backward.hpp).
+// It works on tiles of 64 queries x 64 keys: each operand is packed once per head into
+// per-thread scratch (rows padded to whole vectors, zeros beyond the head and beyond T), and
+// every product of two tiles runs through one register-blocked kernel, multiply(). Vectors are
+// xsimd batches of the widest instruction set the build targets.
 #include <shaped/kernels/attention_backward.hpp>
 #include <shaped/kernels/parallel.hpp>
 
@@ -12,17 +11,16 @@
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
-#include <limits>
-#include <vector>
+#include <stdexcept>
 
 namespace shaped::kernels {
 
 namespace {
 
 using simd::buffer;
-using simd::largest_lane;
 using simd::lanes;
 using simd::round_up;
 using simd::sized;
@@ -45,8 +43,7 @@ constexpr std::ptrdiff_t signed_size(std::size_t n) { return static_cast<std::pt
 // Per-thread working memory, kept between calls so that a steady state allocates nothing.
 template <class T>
 struct scratch {
-    buffer<T> keys, keys_t, values, values_t, queries, dout, row_lse, row_delta, dq, dk, dv, scores, dscores, out,
-        row_max, row_sum;
+    buffer<T> keys, keys_t, values_t, queries, dout, row_lse, row_delta, dq, dk, dv, scores, dscores;
 };
 template <class T>
 scratch<T>& thread_scratch() {
@@ -110,13 +107,13 @@ void multiply(std::size_t rows, std::size_t cols, std::size_t depth, const T* a,
 // The most keys a query sees: its window, or T (a window wider than T changes nothing, and
 // clamped to T it cannot overflow the sums below).
 template <class T>
-std::size_t reach(const attention_training_problem<T>& p) {
-    return p.window ? std::min(*p.window, p.time) : p.time;
+std::size_t reach(const attention_problem<T>& p) {
+    return p.sees.window ? std::min(*p.sees.window, p.tq()) : p.tq();
 }
 
 // Query i sees keys [first_key(i), i + 1).
 template <class T>
-std::size_t first_key(const attention_training_problem<T>& p, std::size_t i) {
+std::size_t first_key(const attention_problem<T>& p, std::size_t i) {
     return i + 1 > reach(p) ? i + 1 - reach(p) : 0;
 }
 
@@ -126,8 +123,8 @@ struct visible_span {
     std::size_t from, to;
 };
 template <class T>
-visible_span span_of(const attention_training_problem<T>& p, std::size_t i, std::size_t j0) {
-    if (i >= p.time) return {0, 0};
+visible_span span_of(const attention_problem<T>& p, std::size_t i, std::size_t j0) {
+    if (i >= p.tq()) return {0, 0};
     const std::size_t first = std::max(first_key(p, i), j0), end = std::min(i + 1, j0 + tile);
     if (first >= end) return {0, 0};
     return {first - j0, end - j0};
@@ -136,195 +133,86 @@ visible_span span_of(const attention_training_problem<T>& p, std::size_t i, std:
 // Whether every query of tile i0 sees every key of tile j0 (no masking needed), and whether any
 // query sees any key (else the pair is skipped).
 template <class T>
-bool sees_all(const attention_training_problem<T>& p, std::size_t i0, std::size_t j0) {
+bool sees_all(const attention_problem<T>& p, std::size_t i0, std::size_t j0) {
     const std::size_t i_last = i0 + tile - 1, j_last = j0 + tile - 1;
-    return i_last < p.time && j_last <= i0 && j0 + reach(p) > i_last;
+    return i_last < p.tq() && j_last <= i0 && j0 + reach(p) > i_last;
 }
 template <class T>
-bool sees_any(const attention_training_problem<T>& p, std::size_t i0, std::size_t j0) {
-    const std::size_t i_last = std::min(i0 + tile, p.time) - 1, j_last = j0 + tile - 1;
+bool sees_any(const attention_problem<T>& p, std::size_t i0, std::size_t j0) {
+    const std::size_t i_last = std::min(i0 + tile, p.tq()) - 1, j_last = j0 + tile - 1;
     return j0 <= i_last && j_last + reach(p) > i0;
 }
 
-// The first element of row t of head h of batch b of an operand.
+// One matrix of an operand: row t's element c is data[t * row + c * column].
 template <class P>
-P* row_at(P* data, const heads_layout& layout, std::size_t b, std::size_t h, std::size_t t) {
-    return data + signed_size(b) * layout.batch + signed_size(h) * layout.head + signed_size(t) * layout.time;
+struct matrix_rows {
+    P* data;
+    std::ptrdiff_t row, column;
+    P& operator()(std::size_t t, std::size_t c) const { return data[signed_size(t) * row + signed_size(c) * column]; }
+};
+
+// A multi-index over the batch dims.
+using batch_index = std::array<std::size_t, max_attention_batch_rank>;
+
+// Matrix `index` of an operand.
+template <class P>
+matrix_rows<P> matrix_of(const batched_matrices<P>& operand, const batch_index& index, std::size_t rank) {
+    P* data = operand.data;
+    for (std::size_t i = 0; i < rank; ++i) data += signed_size(index[i]) * operand.batch[i];
+    return {data, operand.matrix.strides[0], operand.matrix.strides[1]};
 }
 
-// packed[t][0, padded) = the head's rows [first, first + rows), zero past the head and past T.
+// packed[t][0, padded) = the matrix's rows [first, first + rows), zero past d and past T.
 template <class T>
-void pack_rows(const attention_training_problem<T>& p, const T* data, const heads_layout& layout, std::size_t b,
-               std::size_t h, std::size_t first, std::size_t rows, std::size_t padded, T* packed) {
+void pack_rows(const attention_problem<T>& p, const matrix_rows<const T>& m, std::size_t first, std::size_t rows,
+               std::size_t padded, T* packed) {
     for (std::size_t t = 0; t < rows; ++t) {
         T* dst = packed + t * padded;
-        if (first + t < p.time) {
-            const T* src = row_at(data, layout, b, h, first + t);
-            std::copy(src, src + p.head_size, dst);
-            std::fill(dst + p.head_size, dst + padded, T{0});
-        } else {
-            std::fill(dst, dst + padded, T{0});
-        }
+        std::fill(dst, dst + padded, T{0});
+        if (first + t >= p.tq()) continue;
+        if (m.column == 1) std::copy_n(&m(first + t, 0), p.d(), dst);
+        else
+            for (std::size_t c = 0; c < p.d(); ++c) dst[c] = m(first + t, c);
     }
 }
 
 // The same rows transposed a tile at a time: packed[tile][c][j], each tile's padded x tile
 // block contiguous, so that a product reads it without striding across the whole head.
 template <class T>
-void pack_tiles_transposed(const attention_training_problem<T>& p, const T* data, const heads_layout& layout,
-                           std::size_t b, std::size_t h, std::size_t first, std::size_t rows, std::size_t padded,
-                           T* packed) {
+void pack_tiles_transposed(const attention_problem<T>& p, const matrix_rows<const T>& m, std::size_t first,
+                           std::size_t rows, std::size_t padded, T* packed) {
     std::fill(packed, packed + rows * padded, T{0});
-    for (std::size_t t = 0; t < rows && first + t < p.time; ++t) {
-        const T* src = row_at(data, layout, b, h, first + t);
+    for (std::size_t t = 0; t < rows && first + t < p.tq(); ++t) {
         T* dst = packed + (t / tile) * padded * tile + t % tile;
-        for (std::size_t c = 0; c < p.head_size; ++c) dst[c * tile] = src[c];
+        for (std::size_t c = 0; c < p.d(); ++c) dst[c * tile] = m(first + t, c);
     }
 }
 
-// The head's rows [0, T) += the packed rows.
+// The matrix's rows [0, T) += the packed rows.
 template <class T>
-void add_rows(const attention_training_problem<T>& p, const T* packed, std::size_t padded, T* data,
-              const heads_layout& layout, std::size_t b, std::size_t h) {
-    for (std::size_t t = 0; t < p.time; ++t) {
-        T* dst = row_at(data, layout, b, h, t);
+void add_rows(const attention_problem<T>& p, const T* packed, std::size_t padded, const matrix_rows<T>& m) {
+    for (std::size_t t = 0; t < p.tq(); ++t) {
         const T* src = packed + t * padded;
-        for (std::size_t c = 0; c < p.head_size; ++c) dst[c] += src[c];
-    }
-}
-
-// ---- forward --------------------------------------------------------------------------------------
-
-// Query tiles [first_tile, last_tile) of head h of batch b: 1. the keys they see packed, 2. per
-// query tile, an online softmax over the key tiles it sees (a running max and sum per query, the
-// partial output rescaled when the max grows), 3. out and lse written.
-template <class T>
-void forward_tiles(const attention_training_problem<T>& p, T* out, T* lse, std::size_t b, std::size_t h,
-                   std::size_t first_tile, std::size_t last_tile) {
-    constexpr std::size_t N = lanes<T>;
-    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
-    const std::size_t padded = round_up(p.head_size, N);
-    const std::size_t kv_head = h / (p.heads / p.kv_heads);
-    scratch<T>& s = thread_scratch<T>();
-
-    // 1. Keys [lowest, highest) of whole tiles: Kt tile by tile (the score product's right side),
-    //    V row by row (the output product's).
-    const std::size_t lowest = first_key(p, first_tile * tile) / tile * tile;
-    const std::size_t highest = std::min(last_tile * tile, round_up(p.time, tile));
-    const std::size_t keys = highest - lowest;
-    T* keys_t = sized(s.keys_t, keys * padded);
-    T* values = sized(s.values, keys * padded);
-    pack_tiles_transposed(p, p.k, p.k_layout, b, kv_head, lowest, keys, padded, keys_t);
-    pack_rows(p, p.v, p.v_layout, b, kv_head, lowest, keys, padded, values);
-
-    T* queries = sized(s.queries, tile * padded);
-    T* scores = sized(s.scores, tile * tile);
-    T* acc = sized(s.out, tile * padded);
-    T* row_max = sized(s.row_max, tile);
-    T* row_sum = sized(s.row_sum, tile);
-    for (std::size_t i0 = first_tile * tile; i0 < last_tile * tile; i0 += tile) {
-        // 2. The tile's queries and its empty running state.
-        pack_rows(p, p.q, p.q_layout, b, h, i0, tile, padded, queries);
-        std::fill(acc, acc + tile * padded, T{0});
-        std::fill(row_max, row_max + tile, minus_infinity);
-        std::fill(row_sum, row_sum + tile, T{0});
-        for (std::size_t j0 = first_key(p, i0) / tile * tile; j0 < std::min(i0 + tile, p.time); j0 += tile) {
-            if (!sees_any(p, i0, j0)) continue;
-            multiply(tile, tile, padded, queries, signed_size(padded), 1, keys_t + (j0 - lowest) * padded, tile,
-                     scores, tile, false);
-            const bool whole = sees_all(p, i0, j0);
-            for (std::size_t r = 0; r < tile; ++r) {
-                T* row = scores + r * tile;
-                const visible_span seen = whole ? visible_span{0, tile} : span_of(p, i0 + r, j0);
-                if (seen.from == seen.to) {  // nothing seen here: weights 0, the running state as it was
-                    std::fill(row, row + tile, T{0});
-                    continue;
-                }
-                // Scaled scores (-inf where unseen), their max, and weights exp(score - max)
-                // folded into the row's running state; the partial output rescaled when the max
-                // grew.
-                vec<T> tile_max(minus_infinity);
-                for (std::size_t j = 0; j < tile; j += N) {
-                    const vec<T> scaled = vec<T>::load_aligned(row + j) * vec<T>(p.scale);
-                    scaled.store_aligned(row + j);
-                    tile_max = xsimd::max(tile_max, scaled);
-                }
-                if (!whole) {
-                    std::fill(row, row + seen.from, minus_infinity);
-                    std::fill(row + seen.to, row + tile, minus_infinity);
-                    tile_max = vec<T>(minus_infinity);
-                    for (std::size_t j = 0; j < tile; j += N) tile_max = xsimd::max(tile_max, vec<T>::load_aligned(row + j));
-                }
-                const T new_max = std::max(row_max[r], largest_lane(tile_max));
-                const vec<T> shift(new_max);
-                vec<T> total(T{0});
-                for (std::size_t j = 0; j < tile; j += N) {
-                    const vec<T> e = xsimd::exp(vec<T>::load_aligned(row + j) - shift);
-                    e.store_aligned(row + j);
-                    total += e;
-                }
-                if (new_max != row_max[r]) {
-                    const T rescale = std::exp(row_max[r] - new_max);
-                    row_sum[r] *= rescale;
-                    T* acc_row = acc + r * padded;
-                    for (std::size_t c = 0; c < padded; c += N)
-                        (vec<T>::load_aligned(acc_row + c) * vec<T>(rescale)).store_aligned(acc_row + c);
-                    row_max[r] = new_max;
-                }
-                row_sum[r] += xsimd::hadd(total);
-            }
-            multiply(tile, padded, tile, scores, signed_size(tile), 1, values + (j0 - lowest) * padded, padded, acc,
-                     padded, true);
-        }
-
-        // 3. Normalised by each query's sum. A query that sees no key (a window of 0) has no
-        //    distribution: NaN out, as softmax over -inf gives, and lse -inf.
-        for (std::size_t r = 0; r < tile && i0 + r < p.time; ++r) {
-            T* out_row = row_at(out, p.out_layout, b, h, i0 + r);
-            const T* acc_row = acc + r * padded;
-            const T inv = T{1} / row_sum[r];
-            for (std::size_t c = 0; c < p.head_size; ++c) out_row[c] = acc_row[c] * inv;
-            lse[(b * p.heads + h) * p.time + i0 + r] = row_max[r] + std::log(row_sum[r]);
+        if (m.column == 1) {
+            T* dst = &m(t, 0);
+            for (std::size_t c = 0; c < p.d(); ++c) dst[c] += src[c];
+        } else {
+            for (std::size_t c = 0; c < p.d(); ++c) m(t, c) += src[c];
         }
     }
 }
 
 template <class T>
-double visible_pairs(const attention_training_problem<T>& p) {
-    const double t = static_cast<double>(p.time);
+double visible_pairs(const attention_problem<T>& p) {
+    const double t = static_cast<double>(p.tq());
     const double w = static_cast<double>(reach(p));
     return t * w - w * (w - 1) / 2;
 }
 
-template <class T>
-void forward_impl(const attention_training_problem<T>& p, T* out, T* lse) {
-    const std::size_t matrices = p.batch * p.heads;
-    if (matrices == 0 || p.time == 0 || p.head_size == 0) return;
-    const double work = static_cast<double>(matrices) * visible_pairs(p) * static_cast<double>(2 * p.head_size);
-    const std::size_t threads = work < parallel_work ? 1 : thread_count();
-
-    // Tasks: each head whole, or cut into chunks of query tiles when there are fewer heads than
-    // threads can share evenly. Later chunks see more keys, so they are handed out first. A
-    // query tile's numbers do not depend on the chunk it is in.
-    const std::size_t tiles = (p.time + tile - 1) / tile;
-    const std::size_t chunks = threads == 1 ? 1 : std::min(tiles, (4 * threads + matrices - 1) / matrices);
-    const std::size_t per_chunk = (tiles + chunks - 1) / chunks;
-    auto task = [&](std::size_t t) {
-        const std::size_t chunk = chunks - 1 - t / matrices, m = t % matrices;
-        const std::size_t first = chunk * per_chunk, last = std::min(tiles, first + per_chunk);
-        if (first < last) forward_tiles(p, out, lse, m / p.heads, m % p.heads, first, last);
-    };
-    if (threads == 1) {
-        for (std::size_t t = 0; t < chunks * matrices; ++t) task(t);
-    } else {
-        parallel_for(chunks * matrices, task);
-    }
-}
-
 // ---- backward -------------------------------------------------------------------------------------
 
-// The operands of one kv head's backward, packed for all T (rows padded to `padded`, T to whole
-// tiles), and its accumulators.
+// The operands of one task's backward (a key/value head and its group of query heads), packed
+// for all T (rows padded to `padded`, T to whole tiles), and its accumulators.
 template <class T>
 struct packed_head {
     std::size_t padded;
@@ -346,7 +234,7 @@ struct packed_head {
 // seen, 3. dP = dout v^T, 4. dS = scale P (dP - delta), 5. dv += P^T dout, dk += dS^T q,
 // dq += dS k. (The scale of dq and dk is folded into dS.)
 template <class T>
-void backward_pair(const attention_training_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0) {
+void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0) {
     constexpr std::size_t N = lanes<T>;
     const std::size_t padded = m.padded;
     const T* queries = m.queries + i0 * padded;
@@ -387,25 +275,46 @@ void backward_pair(const attention_training_problem<T>& p, const packed_head<T>&
              true);
 }
 
-// Key/value head kv of batch b, and its group of query heads: 1. k, k^T and v^T packed once,
-// 2. per query head, its q, dout, lse and rowsum(dout * out) packed, every pair of tiles where a
-// query sees a key, and its dq added in, 3. dk and dv, summed over the group, added in.
+// The batch dims along which k and v broadcast: a group of matrices that share keys and values
+// (the query heads of one key/value head). The matrices of a group are one task.
+struct task_split {
+    std::array<bool, max_attention_batch_rank> shared{};
+    std::size_t tasks = 1, members = 1;
+};
+
+// The multi-index of member `member` of task `task`, each counted row-major over its dims.
 template <class T>
-void backward_head(const attention_training_problem<T>& p, const T* out, const T* lse, const T* dout,
-                   const attention_gradients<T>& grads, std::size_t b, std::size_t kv) {
+batch_index index_of(const attention_problem<T>& p, const task_split& split, std::size_t task, std::size_t member) {
+    batch_index index{};
+    for (std::size_t i = p.batch_rank; i-- > 0;) {
+        std::size_t& n = split.shared[i] ? member : task;
+        index[i] = n % p.batch_extents[i];
+        n /= p.batch_extents[i];
+    }
+    return index;
+}
+
+// Task `task`: 1. its shared k, k^T and v^T packed once, 2. per matrix of the group, its q,
+// dout, lse and rowsum(dout * out) packed, every pair of tiles where a query sees a key, and its
+// dq added in, 3. dk and dv, summed over the group, added in.
+template <class T>
+void backward_task(const attention_problem<T>& p, const T* dout, const attention_gradients<T>& grads,
+                   const task_split& split, std::size_t task) {
     constexpr std::size_t N = lanes<T>;
-    const std::size_t padded = round_up(p.head_size, N);
-    const std::size_t rows = round_up(p.time, tile);
-    const std::size_t group = p.heads / p.kv_heads;
+    const std::size_t padded = round_up(p.d(), N);
+    const std::size_t rows = round_up(p.tq(), tile);
+    const std::size_t rank = p.batch_rank;
     scratch<T>& s = thread_scratch<T>();
 
     // 1.
+    const batch_index first = index_of(p, split, task, 0);
+    const matrix_rows<const T> k = matrix_of(p.k, first, rank);
     T* keys = sized(s.keys, rows * padded);
     T* keys_t = sized(s.keys_t, rows * padded);
     T* values_t = sized(s.values_t, rows * padded);
-    pack_rows(p, p.k, p.k_layout, b, kv, 0, rows, padded, keys);
-    pack_tiles_transposed(p, p.k, p.k_layout, b, kv, 0, rows, padded, keys_t);
-    pack_tiles_transposed(p, p.v, p.v_layout, b, kv, 0, rows, padded, values_t);
+    pack_rows(p, k, 0, rows, padded, keys);
+    pack_tiles_transposed(p, k, 0, rows, padded, keys_t);
+    pack_tiles_transposed(p, matrix_of(p.v, first, rank), 0, rows, padded, values_t);
     T* queries = sized(s.queries, rows * padded);
     T* dout_rows = sized(s.dout, rows * padded);
     T* row_lse = sized(s.row_lse, rows);
@@ -419,17 +328,21 @@ void backward_head(const attention_training_problem<T>& p, const T* out, const T
                            sized(s.scores, tile * tile), sized(s.dscores, tile * tile)};
 
     // 2.
-    for (std::size_t h = kv * group; h < (kv + 1) * group; ++h) {
-        pack_rows(p, p.q, p.q_layout, b, h, 0, rows, padded, queries);
-        pack_rows(p, dout, p.out_layout, b, h, 0, rows, padded, dout_rows);
+    for (std::size_t member = 0; member < split.members; ++member) {
+        const batch_index index = index_of(p, split, task, member);
+        std::size_t matrix = 0;  // row-major over the batch dims, as lse is laid out
+        for (std::size_t i = 0; i < rank; ++i) matrix = matrix * p.batch_extents[i] + index[i];
+        const matrix_rows<T> out = matrix_of(p.out, index, rank);
+        pack_rows(p, matrix_of(p.q, index, rank), 0, rows, padded, queries);
+        pack_rows(p, matrix_rows<const T>{dout + (out.data - p.out.data), out.row, out.column}, 0, rows, padded,
+                  dout_rows);
         std::fill(row_lse, row_lse + rows, T{0});
         std::fill(row_delta, row_delta + rows, T{0});
-        for (std::size_t t = 0; t < p.time; ++t) {
-            row_lse[t] = lse[(b * p.heads + h) * p.time + t];
-            const T* out_row = row_at(out, p.out_layout, b, h, t);
+        for (std::size_t t = 0; t < p.tq(); ++t) {
+            row_lse[t] = p.lse[matrix * p.tq() + t];
             const T* dout_row = dout_rows + t * padded;
             T sum = 0;
-            for (std::size_t c = 0; c < p.head_size; ++c) sum += dout_row[c] * out_row[c];
+            for (std::size_t c = 0; c < p.d(); ++c) sum += dout_row[c] * out(t, c);
             row_delta[t] = sum;
         }
         std::fill(dq, dq + rows * padded, T{0});
@@ -439,44 +352,57 @@ void backward_head(const attention_training_problem<T>& p, const T* out, const T
         for (std::size_t j0 = 0; j0 < rows; j0 += tile)
             for (std::size_t i0 = j0; i0 < rows && i0 < j0 + tile + reach(p); i0 += tile)
                 if (sees_any(p, i0, j0)) backward_pair(p, m, i0, j0);
-        add_rows(p, dq, padded, grads.dq, grads.dq_layout, b, h);
+        add_rows(p, dq, padded, matrix_of(grads.dq, index, rank));
     }
 
     // 3.
-    add_rows(p, dk, padded, grads.dk, grads.dk_layout, b, kv);
-    add_rows(p, dv, padded, grads.dv, grads.dv_layout, b, kv);
+    add_rows(p, dk, padded, matrix_of(grads.dk, first, rank));
+    add_rows(p, dv, padded, matrix_of(grads.dv, first, rank));
+}
+
+// What the backward covers: the forward's causal attention of queries at the keys' own
+// positions; k and v broadcast alike, q and out nowhere.
+template <class T>
+task_split split_of(const attention_problem<T>& p) {
+    if (!p.sees.causal || p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse)
+        throw std::invalid_argument("shaped::kernels::attention_backward: causal attention of T queries over their own "
+                                    "T keys, with the forward's lse");
+    task_split split;
+    for (std::size_t i = 0; i < p.batch_rank; ++i) {
+        const std::size_t n = p.batch_extents[i];
+        const bool k_shared = n > 1 && p.k.batch[i] == 0, v_shared = n > 1 && p.v.batch[i] == 0;
+        if (k_shared != v_shared || (n > 1 && (p.q.batch[i] == 0 || p.out.batch[i] == 0)))
+            throw std::invalid_argument("shaped::kernels::attention_backward: k and v must broadcast alike, q and out "
+                                        "not at all");
+        split.shared[i] = k_shared;
+        (k_shared ? split.members : split.tasks) *= n;
+    }
+    return split;
 }
 
 template <class T>
-void backward_impl(const attention_training_problem<T>& p, const T* out, const T* lse, const T* dout,
-                   const attention_gradients<T>& grads) {
-    const std::size_t tasks = p.batch * p.kv_heads;
-    if (tasks == 0 || p.time == 0 || p.head_size == 0) return;
-    // A task per key/value head: it alone writes that head's dk and dv, and its group's dq.
-    const double work =
-        static_cast<double>(p.batch * p.heads) * visible_pairs(p) * static_cast<double>(5 * p.head_size);
-    auto task = [&](std::size_t t) { backward_head(p, out, lse, dout, grads, t / p.kv_heads, t % p.kv_heads); };
+void backward_impl(const attention_problem<T>& p, const T* dout, const attention_gradients<T>& grads) {
+    const task_split split = split_of(p);
+    if (split.tasks * split.members == 0 || p.tq() == 0 || p.d() == 0) return;
+    // A task per group: it alone writes its dk and dv, and its members' dq.
+    const double work = static_cast<double>(split.tasks * split.members) * visible_pairs(p) *
+                        static_cast<double>(5 * p.d());
+    auto task = [&](std::size_t t) { backward_task(p, dout, grads, split, t); };
     if (work < parallel_work || thread_count() == 1) {
-        for (std::size_t t = 0; t < tasks; ++t) task(t);
+        for (std::size_t t = 0; t < split.tasks; ++t) task(t);
     } else {
-        parallel_for(tasks, task);
+        parallel_for(split.tasks, task);
     }
 }
 
 }  // namespace
 
-void attention_forward(const attention_training_problem<float>& p, float* out, float* lse) { forward_impl(p, out, lse); }
-void attention_forward(const attention_training_problem<double>& p, double* out, double* lse) {
-    forward_impl(p, out, lse);
+void attention_backward(const attention_problem<float>& p, const float* dout, const attention_gradients<float>& grads) {
+    backward_impl(p, dout, grads);
 }
-
-void attention_backward(const attention_training_problem<float>& p, const float* out, const float* lse,
-                        const float* dout, const attention_gradients<float>& grads) {
-    backward_impl(p, out, lse, dout, grads);
-}
-void attention_backward(const attention_training_problem<double>& p, const double* out, const double* lse,
-                        const double* dout, const attention_gradients<double>& grads) {
-    backward_impl(p, out, lse, dout, grads);
+void attention_backward(const attention_problem<double>& p, const double* dout,
+                        const attention_gradients<double>& grads) {
+    backward_impl(p, dout, grads);
 }
 
 }  // namespace shaped::kernels

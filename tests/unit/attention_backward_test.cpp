@@ -1,8 +1,8 @@
-// Attention for training (the forward that keeps each query's log-sum-exp, the flash-style
-// backward) against a naive reference in double that holds the whole T x T scores: sizes around
-// the kernel's 64-wide tiles, grouped heads, sliding windows, heads read in place from one fused
-// (B, T, 3C) projection. The backward also against central finite differences of the forward,
-// and serial runs against parallel ones.
+// Attention for training (the one attention kernel keeping each query's log-sum-exp, the
+// flash-style backward) against a naive reference in double that holds the whole T x T scores:
+// sizes around the kernels' 64-wide blocks and tiles, grouped heads, sliding windows, heads read
+// in place from one fused (B, T, 3C) projection. The backward also against central finite
+// differences of the forward, and serial runs against parallel ones.
 
 #include "threads_for_test.hpp"
 
@@ -21,7 +21,7 @@
 namespace {
 
 using shaped::kernels::attention_gradients;
-using shaped::kernels::attention_training_problem;
+using shaped::kernels::attention_problem;
 using shaped::kernels::heads_layout;
 
 struct sizes {
@@ -193,7 +193,7 @@ struct problem_data {
 template <class V>
 struct kernel_run {
     std::vector<V> projection, q, k, v, dout, out, lse, dprojection, dq, dk, dv;
-    attention_training_problem<V> p;
+    attention_problem<V> p;
     attention_gradients<V> grads;
 
     explicit kernel_run(const problem_data<V>& d)
@@ -212,16 +212,27 @@ struct kernel_run {
         const V* q_data = s.fused ? projection.data() : q.data();
         const V* k_data = s.fused ? projection.data() + d.l.k_offset : k.data();
         const V* v_data = s.fused ? projection.data() + d.l.v_offset : v.data();
-        p = {s.batch, s.heads,  s.kv_heads, s.time, s.head_size, static_cast<V>(d.scale), s.window, q_data,
-             d.l.q,   k_data,   d.l.k,      v_data, d.l.v,       d.l.out};
+        const std::size_t group = s.heads / s.kv_heads;
+        const auto heads = [&](auto* data, const heads_layout& layout, bool shared_by_group) {
+            return shaped::kernels::grouped_heads(data, layout, s.time, s.head_size, group, shared_by_group);
+        };
+        p = {.q = heads(q_data, d.l.q, false),
+             .k = heads(k_data, d.l.k, true),
+             .v = heads(v_data, d.l.v, true),
+             .out = heads(out.data(), d.l.out, false),
+             .lse = lse.data(),
+             .scale = static_cast<V>(d.scale),
+             .sees = {true, 0, s.window},
+             .batch_rank = 3,
+             .batch_extents = {s.batch, s.kv_heads, group}};
         V* dq_data = s.fused ? dprojection.data() : dq.data();
         V* dk_data = s.fused ? dprojection.data() + d.l.k_offset : dk.data();
         V* dv_data = s.fused ? dprojection.data() + d.l.v_offset : dv.data();
-        grads = {dq_data, d.l.q, dk_data, d.l.k, dv_data, d.l.v};
+        grads = {heads(dq_data, d.l.q, false), heads(dk_data, d.l.k, true), heads(dv_data, d.l.v, true)};
     }
 
-    void forward() { shaped::kernels::attention_forward(p, out.data(), lse.data()); }
-    void backward() { shaped::kernels::attention_backward(p, out.data(), lse.data(), dout.data(), grads); }
+    void forward() { shaped::kernels::attention(p); }
+    void backward() { shaped::kernels::attention_backward(p, dout.data(), grads); }
 };
 
 // got[b, h, t, i] (read through its layout) against want (row-major, heads of `heads`), plus
@@ -359,9 +370,11 @@ TEST_CASE("training attention's gradients meet central finite differences of its
 
 TEMPLATE_TEST_CASE("training attention in parallel gives the serial numbers", "[attention_backward]", float, double) {
     using V = TestType;
-    // Many heads (a task each), and a single head (the forward's tasks then chunks of queries).
+    // Many heads (a task each), and few (the forward's tasks then chunks of queries, with a
+    // window too).
     const sizes s = GENERATE(sizes{2, 4, 2, 300, 64, std::nullopt, true}, sizes{1, 1, 1, 700, 64, std::nullopt, false},
-                             sizes{2, 6, 3, 257, 32, std::size_t{100}, false});
+                             sizes{2, 6, 3, 257, 32, std::size_t{100}, false},
+                             sizes{1, 2, 1, 700, 32, std::size_t{100}, false});
     CAPTURE(s.batch, s.heads, s.kv_heads, s.time, s.head_size);
     const problem_data<V> d(s, 5);
     kernel_run<V> serial(d), parallel(d);

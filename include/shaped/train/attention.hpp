@@ -1,9 +1,10 @@
 #pragma once
 // An attention layer's heads, attended while a loss is differentiated: one recorded operation,
-// whose forward is the fused kernel that keeps each query's log-sum-exp, and whose derivative is
-// the flash-style backward that recomputes the scores tile by tile from it (kernels/
-// attention_backward.hpp): no T x T matrix in either pass. nn's attention routine reaches it
-// (nn/causal_self_attention.hpp) when its input is a traced value, by argument-dependent lookup:
+// whose forward is the one fused attention kernel (kernels/attention.hpp) keeping each query's
+// log-sum-exp, and whose derivative is the flash-style backward that recomputes the scores tile
+// by tile from it (kernels/attention_backward.hpp): no T x T matrix in either pass. nn's
+// attention routine reaches it (nn/causal_self_attention.hpp) when its input is a traced value,
+// by argument-dependent lookup:
 //
 //   attended_heads<Layer, X>(q, k, v, scale, x)    the merged heads (B, T, M), traced
 //
@@ -48,6 +49,15 @@ std::size_t heads_of_operand(const S& s) {
     else return 1;
 }
 
+// A (B, [NH,] T, HS) operand at data, laid out as layout, as the kernels' batch of matrices over
+// (B, kv heads, group).
+template <class S, class P>
+kernels::batched_matrices<P> grouped_heads_of(const S& s, P* data, const kernels::heads_layout& layout,
+                                              std::size_t group, bool shared_by_group) {
+    const auto e = s.extents();
+    return kernels::grouped_heads(data, layout, e[rank_of<S> - 2], e[rank_of<S> - 1], group, shared_by_group);
+}
+
 template <class Layer, class T>
 std::optional<std::size_t> window_of() {
     if constexpr (nn::detail::windowed_layer<Layer>) return nn::detail::layer_window_t<Layer>::size;
@@ -61,44 +71,59 @@ class recorded_attention final : public recorded_value<T, B, Time, M> {
 public:
     recorded_attention(Tensor<T, B, Time, M> merged, Q q, K k, V v, T scale)
         : recorded_value<T, B, Time, M>(std::move(merged)), q_(std::move(q)), k_(std::move(k)), v_(std::move(v)) {
-        problem_ = {.batch = q_.extents()[0], .heads = heads_of_operand(q_), .kv_heads = heads_of_operand(k_),
-                    .time = q_.extents()[rank_of<Q> - 2], .head_size = q_.extents()[rank_of<Q> - 1], .scale = scale,
-                    .window = window_of<Layer, T>(), .q = q_.data(), .q_layout = heads_layout_of(q_), .k = k_.data(),
-                    .k_layout = heads_layout_of(k_), .v = v_.data(), .v_layout = heads_layout_of(v_),
-                    .out_layout = heads_layout_of(Layer::heads_of(this->value))};
-        lse_.resize(problem_.batch * problem_.heads * problem_.time);
-        kernels::attention_forward(problem_, Layer::heads_of(this->value).data(), lse_.data());
+        const std::size_t kv_heads = heads_of_operand(k_);
+        group_ = heads_of_operand(q_) / kv_heads;
+        lse_.resize(q_.size() / q_.extents()[rank_of<Q> - 1]);
+        const auto input = [&](const auto& x, bool shared_by_group) {
+            return grouped_heads_of(x, static_cast<const T*>(x.data()), heads_layout_of(x), group_, shared_by_group);
+        };
+        problem_ = {.q = input(q_, false),
+                    .k = input(k_, true),
+                    .v = input(v_, true),
+                    .out = out_heads(),
+                    .lse = lse_.data(),
+                    .scale = scale,
+                    .sees = {true, 0, window_of<Layer, T>()},
+                    .batch_rank = 3,
+                    .batch_extents = {q_.extents()[0], kv_heads, group_}};
+        kernels::attention(problem_);
     }
 
     void backward() override {
         if (!this->gradient) return;
-        const auto out = Layer::heads_of(this->value);
+        // out read where the value is now, as the forward wrote it.
+        kernels::attention_problem<T> p = problem_;
+        p.out = out_heads();
         const auto dout = Layer::heads_of(*this->gradient);
         // Each operand's gradient where it lies (a view of its projection's), or aside for one
         // that takes none.
         std::vector<std::vector<T>> aside;
-        const auto target = [&](const auto& operand) -> std::pair<T*, kernels::heads_layout> {
-            if (auto g = gradient_view(operand)) return {g->data(), heads_layout_of(*g)};
+        const auto target = [&](const auto& operand, bool shared_by_group) {
+            if (auto g = gradient_view(operand))
+                return grouped_heads_of(*g, g->data(), heads_layout_of(*g), group_, shared_by_group);
             const auto e = operand.extents();
             aside.emplace_back(operand.size(), T(0));
             const auto hs = static_cast<std::ptrdiff_t>(e[e.size() - 1]);
             const auto time = static_cast<std::ptrdiff_t>(e[e.size() - 2]);
             const auto heads = e.size() == 4 ? static_cast<std::ptrdiff_t>(e[1]) : 1;
-            return {aside.back().data(), {heads * time * hs, e.size() == 4 ? time * hs : 0, hs}};
+            return grouped_heads_of(operand, aside.back().data(),
+                                    {heads * time * hs, e.size() == 4 ? time * hs : 0, hs}, group_, shared_by_group);
         };
-        const auto [dq, dq_layout] = target(q_);
-        const auto [dk, dk_layout] = target(k_);
-        const auto [dv, dv_layout] = target(v_);
-        kernels::attention_backward(problem_, out.data(), lse_.data(), dout.data(),
-                                    {dq, dq_layout, dk, dk_layout, dv, dv_layout});
+        kernels::attention_backward(p, dout.data(), {target(q_, false), target(k_, true), target(v_, true)});
     }
 
 private:
+    kernels::batched_matrices<T> out_heads() {
+        const auto out = Layer::heads_of(this->value);
+        return grouped_heads_of(out, out.data(), heads_layout_of(out), group_, false);
+    }
+
     Q q_;
     K k_;
     V v_;
+    std::size_t group_;  // query heads per key/value head
     std::vector<T> lse_;
-    kernels::attention_training_problem<T> problem_{};
+    kernels::attention_problem<T> problem_{};
 };
 
 // x (B, heads, T, HS) with its positions encoded by a rotary encoding: a rotated copy, whose
