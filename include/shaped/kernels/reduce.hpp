@@ -29,6 +29,19 @@ Tensor<T> scalar_tensor(double v) {
 
 }  // namespace detail
 
+// Each reduction of a failed check's result is declared only, returning that failure: the check
+// stays the one error (expr/structure.hpp says why).
+template <Failed E>
+failed sum(const E&);
+template <Failed E>
+failed mean(const E&);
+template <Failed E>
+failed var(const E&);
+template <Failed E>
+failed max(const E&);
+template <Failed E>
+failed min(const E&);
+
 template <Expression E>
 auto sum(const E& e) {
     return detail::with_elements(e, [](const auto* data, std::size_t n) {
