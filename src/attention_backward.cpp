@@ -363,17 +363,25 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
 // What the backward covers: the forward's causal attention of queries at the keys' own
 // positions; k and v broadcast alike, q and out nowhere.
 template <class T>
-task_split split_of(const attention_problem<T>& p) {
-    if (!p.sees.causal || p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse)
-        throw std::invalid_argument("shaped::kernels::attention_backward: causal attention of T queries over their own "
-                                    "T keys, with the forward's lse");
-    task_split split;
+bool covers(const attention_problem<T>& p) {
+    if (!p.sees.causal || p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse) return false;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];
         const bool k_shared = n > 1 && p.k.batch[i] == 0, v_shared = n > 1 && p.v.batch[i] == 0;
-        if (k_shared != v_shared || (n > 1 && (p.q.batch[i] == 0 || p.out.batch[i] == 0)))
-            throw std::invalid_argument("shaped::kernels::attention_backward: k and v must broadcast alike, q and out "
-                                        "not at all");
+        if (k_shared != v_shared || (n > 1 && (p.q.batch[i] == 0 || p.out.batch[i] == 0))) return false;
+    }
+    return true;
+}
+
+template <class T>
+task_split split_of(const attention_problem<T>& p) {
+    if (!covers(p))
+        throw std::invalid_argument("shaped::kernels::attention_backward: causal attention of T queries over their own "
+                                    "T keys, with the forward's lse; k and v broadcast alike, q and out not at all");
+    task_split split;
+    for (std::size_t i = 0; i < p.batch_rank; ++i) {
+        const std::size_t n = p.batch_extents[i];
+        const bool k_shared = n > 1 && p.k.batch[i] == 0;
         split.shared[i] = k_shared;
         (k_shared ? split.members : split.tasks) *= n;
     }
@@ -404,5 +412,7 @@ void attention_backward(const attention_problem<double>& p, const double* dout,
                         const attention_gradients<double>& grads) {
     backward_impl(p, dout, grads);
 }
+bool attention_backward_covers(const attention_problem<float>& p) { return covers(p); }
+bool attention_backward_covers(const attention_problem<double>& p) { return covers(p); }
 
 }  // namespace shaped::kernels

@@ -136,6 +136,28 @@ TEST_CASE("derivation: softmax, log_softmax, tril and reductions along a dim", "
         x);
 }
 
+TEST_CASE("derivation: causal_attention as an op, on the fused backward and off it", "[train][derivation]") {
+    const auto x = random_input(12);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(m.fc(x));                                    // (B, T, H)
+            const auto keys = eval(m.fc(sum<B>(x * m.v) * 0.5));             // (T, H): shared by the batch
+            const auto values = eval(gelu(keys));
+            // T queries over their own T keys: the one kernel's flash backward (keys and values
+            // broadcast along B; a sliding window).
+            const auto shared = eval(causal_attention(h, keys, values, 0.4));
+            const auto windowed = eval(causal_attention(h, h * 0.5, h, 0.3, window<2>{}));
+            // Off that kernel, the derivative of the chapter's expression: fewer queries than
+            // keys, values of another width than the keys, queries broadcast along B.
+            const auto later = eval(causal_attention(slice<T>(h, 1, 3), h, h, 0.5));
+            const auto wide = eval(causal_attention(h, h, m.v, 0.5));
+            const auto broadcast = eval(causal_attention(keys, h, h * 0.25, 0.5));
+            return eval(total(shared * h) + total(windowed * keys) + total(square(later)) + total(wide * x) +
+                        total(broadcast * h));
+        },
+        x);
+}
+
 TEST_CASE("derivation: LayerNorm and RMSNorm", "[train][derivation]") {
     const auto x = random_input(9);
     check_gradients(

@@ -78,6 +78,13 @@ template <class Target, class Q, class K, class V, class T>
 void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v_expr, T scale, visibility sees,
                     bool keys_transposed);
 
+// The problem of out = attention(q, k, v) over strided elements (kernels/strided.hpp), batch dims
+// broadcast as in matmul; no log-sum-exp asked for. attention_into runs it; a derivative that
+// must run the forward again keeping the log-sum-exp builds it so too.
+template <class T, std::size_t QR, std::size_t KR, std::size_t VR, std::size_t CR>
+attention_problem<T> problem_over(const strided<T, QR>& q, const strided<T, KR>& k, const strided<T, VR>& v, T* out,
+                                  const strided_layout<CR>& out_layout, T scale, visibility sees, bool keys_transposed);
+
 // Runs the fused kernel for the chapter's expression, returning false (and doing nothing) where
 // the expression only looks like attention: the mask is not causal, the fill is not -inf.
 template <class Target, class Source>
@@ -116,9 +123,7 @@ bool fills_lower_triangle(const X& x, long diagonal) {
 template <class Target, class Q, class K, class V, class T>
 void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v_expr, T scale, visibility sees,
                     bool keys_transposed) {
-    constexpr std::size_t cr = rank_of<Target>, batch = cr - 2;
-    static_assert(batch <= max_attention_batch_rank, "shaped::attention: too many batch dims");
-    constexpr std::size_t qr = rank_of<Q>, kr = rank_of<K>, vr = rank_of<V>;
+    constexpr std::size_t cr = rank_of<Target>;
     const auto q_op = as_strided<T>(q_expr);
     const auto k_op = as_strided<T>(k_expr);
     const auto v_op = as_strided<T>(v_expr);
@@ -139,16 +144,25 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
         return;
     }
 
+    attention(problem_over<T>(q, k, v, target.data(), strided_layout<cr>{out_extents, out_strides}, scale, sees,
+                              keys_transposed));
+}
+
+template <class T, std::size_t QR, std::size_t KR, std::size_t VR, std::size_t CR>
+attention_problem<T> problem_over(const strided<T, QR>& q, const strided<T, KR>& k, const strided<T, VR>& v, T* out,
+                                  const strided_layout<CR>& out_layout, T scale, visibility sees, bool keys_transposed) {
+    constexpr std::size_t batch = CR - 2;
+    static_assert(batch <= max_attention_batch_rank, "shaped::attention: too many batch dims");
     attention_problem<T> p{};
     // The last two dims of each operand; k's the other way round where it is held transposed.
     const auto matrix = [](const auto& layout, std::size_t rows, std::size_t cols) {
         return strided_layout<2>{{layout.extents[rows], layout.extents[cols]},
                                  {layout.strides[rows], layout.strides[cols]}};
     };
-    p.q = {q.data, matrix(q, qr - 2, qr - 1), {}};
-    p.k = {k.data, keys_transposed ? matrix(k, kr - 1, kr - 2) : matrix(k, kr - 2, kr - 1), {}};
-    p.v = {v.data, matrix(v, vr - 2, vr - 1), {}};
-    p.out = {target.data(), matrix(strided_layout<cr>{out_extents, out_strides}, cr - 2, cr - 1), {}};
+    p.q = {q.data, matrix(q, QR - 2, QR - 1), {}};
+    p.k = {k.data, keys_transposed ? matrix(k, KR - 1, KR - 2) : matrix(k, KR - 2, KR - 1), {}};
+    p.v = {v.data, matrix(v, VR - 2, VR - 1), {}};
+    p.out = {out, matrix(out_layout, CR - 2, CR - 1), {}};
     p.scale = scale;
     p.sees = sees;
     p.batch_rank = batch;
@@ -156,13 +170,13 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
     const auto kb = detail::batch_strides<batch>(k);
     const auto vb = detail::batch_strides<batch>(v);
     for (std::size_t i = 0; i < batch; ++i) {
-        p.batch_extents[i] = out_extents[i];
+        p.batch_extents[i] = out_layout.extents[i];
         p.q.batch[i] = qb[i];
         p.k.batch[i] = kb[i];
         p.v.batch[i] = vb[i];
-        p.out.batch[i] = out_extents[i] == 1 ? 0 : out_strides[i];
+        p.out.batch[i] = out_layout.extents[i] == 1 ? 0 : out_layout.strides[i];
     }
-    attention(p);
+    return p;
 }
 
 template <class Target, class Source>

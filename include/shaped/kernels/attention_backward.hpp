@@ -32,6 +32,10 @@ void attention_backward(const attention_problem<float>& p, const float* dout, co
 void attention_backward(const attention_problem<double>& p, const double* dout,
                         const attention_gradients<double>& grads);
 
+// Whether attention_backward covers p (as above); it throws std::invalid_argument where not.
+bool attention_backward_covers(const attention_problem<float>& p);
+bool attention_backward_covers(const attention_problem<double>& p);
+
 // ---- (B, NH, T, HS) heads as the batches of matrices the kernels read --------------------------
 
 // Where one operand's heads lie: its element (b, h, t, i) is data[b * batch + h * head +

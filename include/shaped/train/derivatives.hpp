@@ -13,6 +13,7 @@
 // of its gradient over the dims it was broadcast along.
 
 #include <shaped/kernels.hpp>
+#include <shaped/kernels/attention_backward.hpp>
 #include <shaped/kernels/blas.hpp>
 #include <shaped/kernels/rows_backward.hpp>
 #include <shaped/train/traced.hpp>
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -203,6 +205,11 @@ auto saved_node(const gather_node<Table, Ids>& e, const tape* t) {
     return gather_node<decltype(saved(e.table(), t)), decltype(saved(e.ids(), t))>(saved(e.table(), t), saved(e.ids(), t),
                                                                                   e.who());
 }
+template <class Q, class K, class V>
+auto saved_node(const attention_node<Q, K, V>& e, const tape* t) {
+    using node = attention_node<decltype(saved(e.query(), t)), decltype(saved(e.key(), t)), decltype(saved(e.value(), t))>;
+    return node(saved(e.query(), t), saved(e.key(), t), saved(e.value(), t), e.scale(), e.window());
+}
 template <class Node>
 auto saved_node(const Node&, const tape*) {
     return no_derivative<Node>{};
@@ -351,6 +358,8 @@ bool wants_gradient(const E& e) {
     else if constexpr (requires { e.operands(); })
         return std::apply([](const auto&... o) { return (wants_gradient(o) || ...); }, e.operands());
     else if constexpr (requires { e.lhs(); }) return wants_gradient(e.lhs()) || wants_gradient(e.rhs());
+    else if constexpr (requires { e.query(); })
+        return wants_gradient(e.query()) || wants_gradient(e.key()) || wants_gradient(e.value());
     else if constexpr (requires { e.weight(); }) {
         bool wants = wants_gradient(e.operand()) || wants_gradient(e.weight());
         if constexpr (E::has_bias) wants = wants || wants_gradient(e.bias());
@@ -389,6 +398,11 @@ gradient_target<value_type_of<E>> contiguous_gradient(const E& e) {
 template <class T>
 T beta_for(const gradient_target<T>& target) {
     return target.unfilled ? T(0) : T(1);
+}
+// The row kernels' mode for a gradient written into it, likewise.
+template <class T>
+kernels::gradient_write write_for(const gradient_target<T>& target) {
+    return target.unfilled ? kernels::gradient_write::overwrite : kernels::gradient_write::add;
 }
 
 // The elements of e, row-major: in place where e is stored so, else evaluated into `kept`.
@@ -492,6 +506,8 @@ template <class Op, std::size_t Axis, class E, class G>
 void back_node(const reduce_node<Op, Axis, E>& e, const G& g);
 template <std::size_t Axis, class E, bool Log, class G>
 void back_node(const softmax_node<Axis, E, Log>& e, const G& g);
+template <class Q, class K, class V, class G>
+void back_node(const attention_node<Q, K, V>& e, const G& g);
 template <class E, class W, class Bi, bool Centered, class G>
 void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g);
 template <class Table, class Ids, class G>
@@ -525,12 +541,9 @@ void back_activation(const A& a, const G& g) {
         kept_dy.emplace(fitted(a, g));
         return kept_dy->data();
     }();
-    const auto write = [](const gradient_target<T>& target) {
-        return target.unfilled ? kernels::gradient_write::overwrite : kernels::gradient_write::add;
-    };
     if constexpr (is_saved_traced<A>) {
         const auto dx = a.record().gradient_to_cover();
-        kernels::activation_backward(kind, x, dy, dx.data, element_count(a), write(dx));
+        kernels::activation_backward(kind, x, dy, dx.data, element_count(a), write_for(dx));
     } else {
         auto dx = X::for_overwrite(extents);
         kernels::activation_backward(kind, x, dy, dx.data(), dx.size(), kernels::gradient_write::overwrite);
@@ -728,6 +741,64 @@ void back_node(const reduce_node<Op, Axis, E>& e, const G& g) {
         (void)no_derivative<reduce_node<Op, Axis, E>>{};
     }
 }
+// causal_attention(q, k, v, scale[, window]): the one kernel's flash backward where it covers the
+// problem (T queries over their own T keys, k and v broadcast alike), after the forward is run
+// again keeping each query's log-sum-exp (the record keeps the expression, not that); else the
+// derivative of what the node stands for, the chapter's expression, scores and all.
+template <class Q, class K, class V, class G>
+void back_node(const attention_node<Q, K, V>& e, const G& g) {
+    using T = value_type_of<G>;
+    using Node = attention_node<Q, K, V>;
+    const auto& q = e.query();
+    const auto& k = e.key();
+    const auto& v = e.value();
+    const std::size_t tq = q.extents()[rank_of<Q> - 2], tk = k.extents()[rank_of<K> - 2];
+    const long diagonal = static_cast<long>(tk) - static_cast<long>(tq);
+    if (element_count(e) == 0) return;
+    {
+        const auto qt = tensor_for<T, dims_of<Q>>(q);
+        const auto kt = tensor_for<T, dims_of<K>>(k);
+        const auto vt = tensor_for<T, dims_of<V>>(v);
+        auto out = tensor_for<T, dims_of<Node>>::for_overwrite(e.extents());
+        std::vector<T> lse(out.size() / out.extents()[rank_of<Node> - 1]);
+        auto p = kernels::problem_over<T>(kernels::elements_of(qt), kernels::elements_of(kt), kernels::elements_of(vt),
+                                          out.data(), strided_layout<rank_of<Node>>{out.extents(), out.strides()},
+                                          e.scale(), {true, diagonal, e.window()}, false);
+        p.lse = lse.data();
+        if (kernels::attention_backward_covers(p)) {
+            kernels::attention(p);
+            const auto zeros = [](const auto& like) {
+                using X = std::remove_cvref_t<decltype(like)>;
+                return X{typename X::shape_type(like.extents())};
+            };
+            auto dq = zeros(qt);
+            auto dk = zeros(kt);
+            auto dv = zeros(vt);
+            kernels::attention_backward(p, g.data(),
+                                        {{dq.data(), p.q.matrix, p.q.batch},
+                                         {dk.data(), p.k.matrix, p.k.batch},
+                                         {dv.data(), p.v.matrix, p.v.batch}});
+            if (wants_gradient(q)) back(q, dq);
+            if (wants_gradient(k)) back(k, dk);
+            if (wants_gradient(v)) back(v, dv);
+            return;
+        }
+    }
+    // Which keys each query does not see: those after it, and those before its window.
+    using Hidden = tensor_for<bool, dims<dim_at<rank_of<Q> - 2, dims_of<Q>>, dim_at<rank_of<K> - 2, dims_of<K>>>>;
+    Hidden hidden{typename Hidden::shape_type({tq, tk})};
+    for (std::size_t i = 0; i < tq; ++i)
+        for (std::size_t j = 0; j < tk; ++j) {
+            const long last = static_cast<long>(i) + diagonal, at = static_cast<long>(j);
+            const bool before_window = e.window() && at <= last - static_cast<long>(*e.window());
+            hidden.data()[i * tk + j] = at > last || before_window;
+        }
+    const auto scores = matmul(q, mT(k)) * e.scale();
+    const auto mask = saved(hidden, nullptr);  // a constant: takes no gradient
+    const auto unfused = matmul(softmax<-1>(masked_fill(scores, mask, -std::numeric_limits<T>::infinity())), v);
+    back(unfused, g);
+}
+
 template <std::size_t Axis, class E, bool Log, class G>
 void back_node(const softmax_node<Axis, E, Log>& e, const G& g) {
     using T = value_type_of<E>;
@@ -770,8 +841,7 @@ void back_layer_norm(const layer_norm_node<E, W, Bi, Centered>& e, const G& g, c
     T* db = nullptr;
     if constexpr (!std::is_null_pointer_v<Bi>) db = target(e.bias(), db_aside, false).data;
     kernels::layer_norm_rows_backward(g.data(), in.x, in.rows, in.d, in.w, kept.mean.data(), kept.rstd.data(), Centered,
-                                      dx.data, dw.data, db,
-                                      dx.unfilled ? kernels::gradient_write::overwrite : kernels::gradient_write::add);
+                                      dx.data, dw.data, db, write_for(dx));
     if (dx_aside && wants_gradient(e.operand())) back(e.operand(), *dx_aside);
     if (dw_aside && wants_gradient(e.weight())) back(e.weight(), *dw_aside);
     if constexpr (!std::is_null_pointer_v<Bi>)
