@@ -94,19 +94,21 @@ V silu_derivative(const V& x) {
     return silu_derivative_given(x, sigmoid(x));
 }
 
+// din = dout * f'(x), or (Add) din += that: din is read only then, as an unfilled one holds
+// anything.
+template <bool Add, class T, class Derivative>
+void dout_times(const T* x, const T* dout, T* din, std::size_t n, Derivative derivative) {
+    for_each_element<T>(n, [=](std::size_t i, auto v) {
+        using V = decltype(v);
+        V product = load_at<V>(dout + i) * derivative(load_at<V>(x + i));
+        if constexpr (Add) product += load_at<V>(din + i);
+        store_at(din + i, product);
+    });
+}
 template <class T, class Derivative>
 void dout_times(const T* x, const T* dout, T* din, std::size_t n, gradient_write write, Derivative derivative) {
-    if (write == gradient_write::overwrite) {
-        for_each_element<T>(n, [=](std::size_t i, auto v) {
-            using V = decltype(v);
-            store_at(din + i, load_at<V>(dout + i) * derivative(load_at<V>(x + i)));
-        });
-    } else {
-        for_each_element<T>(n, [=](std::size_t i, auto v) {
-            using V = decltype(v);
-            store_at(din + i, load_at<V>(din + i) + load_at<V>(dout + i) * derivative(load_at<V>(x + i)));
-        });
-    }
+    if (write == gradient_write::add) dout_times<true>(x, dout, din, n, derivative);
+    else dout_times<false>(x, dout, din, n, derivative);
 }
 
 template <class T>

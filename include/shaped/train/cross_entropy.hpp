@@ -38,8 +38,8 @@ public:
         };
         if constexpr (is_saved_traced<Logits>) {
             // The logits' first gradient (as a language model's are): written straight into it.
-            if (!logits_.record().gradient) {
-                write(logits_.record().gradient_to_cover().data);
+            if (const auto target = logits_.record().gradient_to_cover(); target.unfilled) {
+                write(target.data);
                 return;
             }
         }

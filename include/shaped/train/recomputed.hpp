@@ -40,7 +40,9 @@ public:
         {
             tape again{tape::watching_as{*outer_}};
             const auto y = (*layer_)(x);
-            add_gradient(y.record(), *this->gradient);
+            // This value's gradient is the recomputed output's (a fresh value's, which has none
+            // yet): handed over, not copied.
+            y.record().gradient = std::exchange(this->gradient, std::nullopt);
             again.backward();
         }
         if (x.record().gradient) back(input_, *x.record().gradient);
@@ -76,13 +78,17 @@ public:
         }();
         using Y = std::remove_cvref_t<decltype(y)>;
         static_assert(is_traced<Y>, "shaped::train::recomputed: the layer's forward returns one value");
-        auto input = detail::saved(x, t);
-        return [&]<Dim... Es>(dims<Es...>) {
-            using record_type = detail::recorded_recomputation<Layer, decltype(input), T, Es...>;
-            // y's value is y's alone (recorded nowhere): moved into the record.
-            return detail::on_tape<T, Es...>(
-                std::make_shared<record_type>(std::move(y.record().value), layer, std::move(input), *t));
-        }(dims_of<Y>{});
+        if constexpr (!is_traced<Y>) {
+            return y;  // the assertion above is the one error
+        } else {
+            auto input = detail::saved(x, t);
+            return [&]<Dim... Es>(dims<Es...>) {
+                using record_type = detail::recorded_recomputation<Layer, decltype(input), T, Es...>;
+                // y's value is y's alone (recorded nowhere): moved into the record.
+                return detail::on_tape<T, Es...>(
+                    std::make_shared<record_type>(std::move(y.record().value), layer, std::move(input), *t));
+            }(dims_of<Y>{});
+        }
     }
 };
 
