@@ -158,6 +158,20 @@ TEST_CASE("derivation: causal_attention as an op, on the fused backward and off 
         x);
 }
 
+TEST_CASE("derivation: a parameter read by no recorded expression is an error, and train::watched reads it so",
+          "[train][derivation]") {
+    const auto x = random_input(13);
+    // total(square(m.v)) reads no differentiated value: unrecorded, it would give v no gradient.
+    Parameters model = random_parameters(7);
+    const auto lost = [](const auto& m, const auto& x) { return eval(total(x * m.w) + total(square(m.v))); };
+    REQUIRE_THROWS_WITH(train::value_and_grad(lost, model, x),
+                        Catch::Contains("the parameter `v` is read by an expression that reads no differentiated value") &&
+                            Catch::Contains("train::watched(parameter)"));
+    // Read as a differentiated value, it takes its gradient; a plain forward gives the same loss.
+    check_gradients(
+        [](const auto& m, const auto& x) { return eval(total(x * m.w) + total(square(train::watched(m.v)))); }, x);
+}
+
 TEST_CASE("derivation: LayerNorm and RMSNorm", "[train][derivation]") {
     const auto x = random_input(9);
     check_gradients(

@@ -7,6 +7,7 @@
 // What each root is comes from kernels/recognise.hpp; whether the target shares memory with
 // what the source reads, from kernels/overlap.hpp.
 
+#include <shaped/core/read_watch.hpp>
 #include <shaped/kernels/attention.hpp>
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
@@ -20,6 +21,8 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace shaped::kernels {
@@ -97,15 +100,54 @@ void assign_apart(Target& target, const Source& source) {
 
 namespace shaped {
 
+namespace detail {
+// Calls f on each Tensor and View an expression reads, through every node.
+template <class E, class F>
+void for_each_leaf(const E& e, const F& f) {
+    if constexpr (Strided<E>) {
+        f(e);
+    } else if constexpr (requires { e.operands(); }) {
+        std::apply([&](const auto&... o) { (for_each_leaf(o, f), ...); }, e.operands());
+    } else {
+        if constexpr (requires { e.operand(); }) for_each_leaf(e.operand(), f);
+        if constexpr (requires { e.lhs(); }) for_each_leaf(e.lhs(), f);
+        if constexpr (requires { e.rhs(); }) for_each_leaf(e.rhs(), f);
+        if constexpr (requires { e.weight(); }) for_each_leaf(e.weight(), f);
+        if constexpr (requires { e.bias(); })
+            if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<decltype(e.bias())>>) for_each_leaf(e.bias(), f);
+        if constexpr (requires { e.table(); }) for_each_leaf(e.table(), f);
+        if constexpr (requires { e.ids(); }) for_each_leaf(e.ids(), f);
+        if constexpr (requires { e.query(); }) {
+            for_each_leaf(e.query(), f);
+            for_each_leaf(e.key(), f);
+            for_each_leaf(e.value(), f);
+        }
+    }
+}
+
+// Shows a recording tape's watch what a plain evaluation reads (core/read_watch.hpp).
+template <class Source>
+void show_reads(const Source& source) {
+    if (const read_watch* watch = active_read_watch) {
+        for_each_leaf(source, [watch](const auto& leaf) {
+            const auto bytes = kernels::detail::footprint_of(kernels::elements_of(leaf));
+            watch->check(bytes.begin, bytes.end);
+        });
+    }
+}
+}  // namespace detail
+
 // The tensor layer's extension point: Tensor's and View's assignments call assign_expression
 // unqualified, and find this by argument-dependent lookup (tensor/view.hpp).
 template <class Target, class Source>
 void assign_expression(Target& target, const Source& source) {
+    detail::show_reads(source);
     kernels::assign(target, source);
 }
 // Into a Tensor just allocated, which shares no memory with anything.
 template <class Target, class Source>
 void assign_expression(Target& target, const Source& source, detail::fresh_target) {
+    detail::show_reads(source);
     kernels::assign_apart(target, source);
 }
 

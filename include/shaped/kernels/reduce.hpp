@@ -13,6 +13,7 @@ namespace detail {
 template <Expression E, class F>
 auto with_elements(const E& e, F f) {
     if constexpr (std::remove_cvref_t<E>::owns_storage) {
+        show_reads(e);
         return f(e.data(), e.size());
     } else {
         const auto x = eval(e);

@@ -1096,7 +1096,21 @@ auto value_of(const X& x) {
 template <Expression X>
     requires(!is_traced<X> && !is_traced_view<X>)
 const X& value_of(const X& x) {
+    // A parameter read so is read on purpose, for a function whose derivative is written beside
+    // it: not the mistake a recording tape otherwise stops (core/read_watch.hpp).
+    if constexpr (Strided<X>)
+        if (tape* t = tape::active()) t->allow_plain_reads(x.data());
     return x;
+}
+
+// A parameter read as a differentiated value, for an expression that reads no other (a penalty
+// on a weight, a table computed from parameters alone): its gradient adds into the parameter's.
+// Outside a differentiated function, a value of no record holding the parameter's elements.
+template <class T, Dim... Ds>
+traced<T, Ds...> watched(const Tensor<T, Ds...>& parameter) {
+    tape* t = tape::active();
+    if (t && t->recording()) return detail::record(parameter, *t);
+    return traced<T, Ds...>(std::make_shared<detail::recorded_value<T, Ds...>>(parameter));
 }
 
 // A function of yours with its derivative written beside it (JAX's custom_vjp): value, which you

@@ -11,11 +11,16 @@
 //   eval(e)                of an expression reading a traced value: a traced value, recorded
 //   tape                   what one value_and_grad records; its parameters, found by address
 
+#include <shaped/core/read_watch.hpp>
 #include <shaped/tensor.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <typeindex>
 #include <unordered_map>
 #include <utility>
@@ -254,9 +259,12 @@ template <class T, Dim... Ds>
 inline constexpr bool is_traced_view<traced_view<T, Ds...>> = true;
 
 // What one value_and_grad records, in order, and the parameters whose gradients it wants.
-class tape {
+class tape final : public shaped::detail::read_watch {
 public:
-    tape() : outer_(detail::active_tape) { detail::active_tape = this; }
+    tape() : outer_(detail::active_tape), outer_watch_(shaped::detail::active_read_watch) {
+        detail::active_tape = this;
+        shaped::detail::active_read_watch = this;
+    }
     // A tape that watches the parameters another watches, adding into the same gradients (what
     // a recomputed layer's backward records its forward on again).
     struct watching_as {
@@ -265,20 +273,45 @@ public:
     explicit tape(watching_as same) : tape() {
         parameters_ = same.other.parameters_;
         elements_ = same.other.elements_;
+        allowed_ = same.other.allowed_;
     }
-    ~tape() { detail::active_tape = outer_; }
+    ~tape() {
+        detail::active_tape = outer_;
+        shaped::detail::active_read_watch = outer_watch_;
+    }
     tape(const tape&) = delete;
     tape& operator=(const tape&) = delete;
 
     static tape* active() { return detail::active_tape; }
 
-    // The gradient of a parameter, added to when the backward reaches it.
+    // The gradient of a parameter, added to when the backward reaches it; name says it in errors.
     template <class T, Dim... Ds>
-    void watch(const Tensor<T, Ds...>& parameter, Tensor<T, Ds...>& gradient) {
+    void watch(const Tensor<T, Ds...>& parameter, Tensor<T, Ds...>& gradient, std::string_view name = {}) {
         parameters_.insert_or_assign(parameter.data(),
                                      parameter_gradient{std::type_index(typeid(Tensor<T, Ds...>)), &gradient});
         elements_.push_back({parameter.data(), parameter.data() + parameter.size(), std::type_index(typeid(T)),
-                             gradient.data()});
+                             gradient.data(), std::string(name)});
+    }
+
+    // A parameter whose elements the loss reads on purpose outside any recorded expression
+    // (through train::value_of, for a function whose derivative it writes): not an error.
+    void allow_plain_reads(const void* parameter_data) {
+        for (const auto& p : elements_)
+            if (p.begin == parameter_data) return allowed_.push_back(parameter_data);
+    }
+
+    // While recording, a plain evaluation must not read a parameter (core/read_watch.hpp).
+    void check(const void* begin, const void* end) const override {
+        if (paused_ || begin == end) return;
+        for (const auto& p : elements_) {
+            if (!(begin < p.end && p.begin < end)) continue;
+            if (std::find(allowed_.begin(), allowed_.end(), p.begin) != allowed_.end()) continue;
+            throw std::logic_error(
+                "shaped::train: the parameter " + (p.name.empty() ? std::string("of the model") : "`" + p.name + "`") +
+                " is read by an expression that reads no differentiated value, so nothing records it and its "
+                "gradient would be lost; compute it in one eval with a differentiated value, or read the "
+                "parameter as one: train::watched(parameter)");
+        }
     }
     // The gradient a parameter has on this tape, or null where the tensor is not one.
     template <class T, Dim... Ds>
@@ -346,8 +379,11 @@ private:
         const void* end;
         std::type_index type;
         void* gradient;
+        std::string name;
     };
     tape* outer_;
+    const shaped::detail::read_watch* outer_watch_;
+    std::vector<const void*> allowed_;
     bool paused_ = false;
     std::vector<std::shared_ptr<detail::recorded_base>> records_;
     std::unordered_map<const void*, parameter_gradient> parameters_;

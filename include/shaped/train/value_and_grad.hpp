@@ -40,8 +40,8 @@ decltype(auto) traced_argument(tape& t, A&& a) {
 
 template <class M, class G>
 void watch_parameters(tape& t, const M& model, const G& grads) {
-    for_each_gradient(model, grads, [&](std::string_view, const auto& parameter, auto& gradient) {
-        t.watch(parameter, gradient);
+    for_each_gradient(model, grads, [&](std::string_view name, const auto& parameter, auto& gradient) {
+        t.watch(parameter, gradient, name);
     });
 }
 
