@@ -9,6 +9,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -301,6 +302,58 @@ void adamw_update(float* p, const float* g, float* m, float* v, std::size_t n, c
 }
 void adamw_update(double* p, const double* g, double* m, double* v, std::size_t n, const adamw_constants& c) {
     adamw_update_impl(p, g, m, v, n, c);
+}
+
+namespace {
+template <class T>
+void add_broadcast_impl(T* acc, const T* g, std::span<const std::size_t> extents,
+                        std::span<const std::ptrdiff_t> acc_strides, std::span<const std::ptrdiff_t> g_strides) {
+    const std::size_t r = extents.size();
+    if (r == 0) {
+        *acc += *g;
+        return;
+    }
+    std::size_t rows = 1;
+    for (std::size_t d = 0; d + 1 < r; ++d) rows *= extents[d];
+    const std::size_t n = extents[r - 1];
+    if (rows == 0 || n == 0) return;
+    const std::ptrdiff_t a_last = acc_strides[r - 1], g_last = g_strides[r - 1];
+    std::array<std::size_t, max_add_rank> at{};
+    std::ptrdiff_t a_offset = 0, g_offset = 0;
+    for (std::size_t row = 0; row < rows; ++row) {
+        // Contiguous rows (a gradient of the value's own extents, a bias's summed over rows) as
+        // plain loops the compiler vectorises.
+        T* out = acc + a_offset;
+        const T* in = g + g_offset;
+        if (a_last == 1 && g_last == 1)
+            for (std::size_t j = 0; j < n; ++j) out[j] += in[j];
+        else if (a_last == 0 && g_last == 1)
+            for (std::size_t j = 0; j < n; ++j) *out += in[j];
+        else
+            for (std::size_t j = 0; j < n; ++j)
+                out[static_cast<std::ptrdiff_t>(j) * a_last] += in[static_cast<std::ptrdiff_t>(j) * g_last];
+        // The next row: the dims before the last counted like an odometer, the last of them fastest.
+        for (std::size_t d = r - 1; d-- > 0;) {
+            if (++at[d] < extents[d]) {
+                a_offset += acc_strides[d];
+                g_offset += g_strides[d];
+                break;
+            }
+            at[d] = 0;
+            a_offset -= acc_strides[d] * static_cast<std::ptrdiff_t>(extents[d] - 1);
+            g_offset -= g_strides[d] * static_cast<std::ptrdiff_t>(extents[d] - 1);
+        }
+    }
+}
+}  // namespace
+
+void add_broadcast(float* acc, const float* g, std::span<const std::size_t> extents,
+                   std::span<const std::ptrdiff_t> acc_strides, std::span<const std::ptrdiff_t> g_strides) {
+    add_broadcast_impl(acc, g, extents, acc_strides, g_strides);
+}
+void add_broadcast(double* acc, const double* g, std::span<const std::size_t> extents,
+                   std::span<const std::ptrdiff_t> acc_strides, std::span<const std::ptrdiff_t> g_strides) {
+    add_broadcast_impl(acc, g, extents, acc_strides, g_strides);
 }
 
 double sum_of_squares(const float* x, std::size_t n) {

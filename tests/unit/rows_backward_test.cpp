@@ -512,3 +512,44 @@ TEMPLATE_TEST_CASE("sum_of_squares is the naive sum in double", "[rows_backward]
         CHECK(k::sum_of_squares(x.data(), n) == Approx(want).epsilon(1e-14));
     }
 }
+
+TEST_CASE("add_broadcast: acc += g summed over the dims acc broadcasts along, as a naive loop adds",
+          "[rows_backward][add_broadcast]") {
+    // Over extents (2, 3, 5): acc and g each either hold a dim (row-major over the dims they
+    // hold) or broadcast along it (stride 0); every pattern of the two, against a loop over every
+    // index adding g's element into acc's.
+    const std::vector<std::size_t> extents{2, 3, 5};
+    for (unsigned acc_mask = 0; acc_mask < 8; ++acc_mask)
+        for (unsigned g_mask = 0; g_mask < 8; ++g_mask) {
+            INFO("acc holds dims " << acc_mask << ", g holds dims " << g_mask);
+            const auto strides_of = [&](unsigned holds, std::size_t& size) {
+                std::vector<std::ptrdiff_t> strides(3, 0);
+                std::ptrdiff_t step = 1;
+                for (std::size_t d = 3; d-- > 0;)
+                    if (holds & (1u << d)) {
+                        strides[d] = step;
+                        step *= static_cast<std::ptrdiff_t>(extents[d]);
+                    }
+                size = static_cast<std::size_t>(step);
+                return strides;
+            };
+            std::size_t acc_size = 0, g_size = 0;
+            const auto as = strides_of(acc_mask, acc_size);
+            const auto gs = strides_of(g_mask, g_size);
+            const auto g = uniform(g_size, -1, 1, acc_mask * 8 + g_mask);
+            auto got = uniform(acc_size, -1, 1, 100 + acc_mask);
+            auto want = got;
+            for (std::size_t i = 0; i < 2; ++i)
+                for (std::size_t j = 0; j < 3; ++j)
+                    for (std::size_t l = 0; l < 5; ++l) {
+                        const auto at = [&](const std::vector<std::ptrdiff_t>& s) {
+                            return static_cast<std::size_t>(s[0] * static_cast<std::ptrdiff_t>(i) +
+                                                            s[1] * static_cast<std::ptrdiff_t>(j) +
+                                                            s[2] * static_cast<std::ptrdiff_t>(l));
+                        };
+                        want[at(as)] += g[at(gs)];
+                    }
+            k::add_broadcast(got.data(), g.data(), extents, as, gs);
+            require_close("acc", got, want, 1e-12);
+        }
+}

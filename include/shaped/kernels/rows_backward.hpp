@@ -13,9 +13,11 @@
 //   cross_entropy_rows        F.cross_entropy's losses and softmax - one-hot, fused
 //   adamw_update              torch.optim.AdamW's update of one parameter, after the backward
 //   sum_of_squares            what a gradient adds to the squared norm clipping reads
+//   add_broadcast             acc += g over strided extents: a gradient summed where it broadcast
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace shaped::kernels {
 
@@ -81,5 +83,14 @@ void adamw_update(double* p, const double* g, double* m, double* v, std::size_t 
 // The sum of x[i]^2 over n elements, accumulated in double.
 double sum_of_squares(const float* x, std::size_t n);
 double sum_of_squares(const double* x, std::size_t n);
+
+// acc += g over `extents` (at most max_add_rank of them), each read through its own strides, 0
+// along a dim it broadcasts: a gradient added into its value's, summed over the dims the value
+// was broadcast along. Compiled once here, not once per pair of tensor types.
+inline constexpr std::size_t max_add_rank = 16;
+void add_broadcast(float* acc, const float* g, std::span<const std::size_t> extents,
+                   std::span<const std::ptrdiff_t> acc_strides, std::span<const std::ptrdiff_t> g_strides);
+void add_broadcast(double* acc, const double* g, std::span<const std::size_t> extents,
+                   std::span<const std::ptrdiff_t> acc_strides, std::span<const std::ptrdiff_t> g_strides);
 
 }  // namespace shaped::kernels

@@ -276,27 +276,8 @@ void add_elements(const Acc& acc, const G& g) {
         acc_strides[i] = a_extent == 1 ? 0 : as[i + ra - r];
         g_strides[i] = g_extent == 1 ? 0 : gs[i + rg - r];
     }
-    T* a = const_cast<T*>(acc.data());
-    const T* gd = gv.data();
-    if constexpr (r == 0) {
-        *a += *gd;
-    } else {
-        // Row by row along the last dim: contiguous rows (the common case: a gradient of the same
-        // extents, or a bias's summed over rows) as plain loops the compiler vectorises.
-        const std::size_t n = extents[r - 1];
-        const std::ptrdiff_t as_last = acc_strides[r - 1], gs_last = g_strides[r - 1];
-        for (kernels::batch_iterator<r - 1> row(extents); row; ++row) {
-            T* out = a + row.offset(acc_strides);
-            const T* in = gd + row.offset(g_strides);
-            if (as_last == 1 && gs_last == 1)
-                for (std::size_t j = 0; j < n; ++j) out[j] += in[j];
-            else if (as_last == 0 && gs_last == 1)
-                for (std::size_t j = 0; j < n; ++j) *out += in[j];
-            else
-                for (std::size_t j = 0; j < n; ++j)
-                    out[static_cast<std::ptrdiff_t>(j) * as_last] += in[static_cast<std::ptrdiff_t>(j) * gs_last];
-        }
-    }
+    static_assert(r <= kernels::max_add_rank, "shaped::train: a gradient of more dims than the kernels add");
+    kernels::add_broadcast(const_cast<T*>(acc.data()), gv.data(), extents, acc_strides, g_strides);
 }
 template <class T, Dim... Ds, class G>
 void add_gradient(Tensor<T, Ds...>& acc, const G& g) {
