@@ -504,11 +504,19 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
         const std::size_t seen_by_any = visible_keys(p, i0 + rows - 1) - lowest;
         const std::size_t from_all = first_visible_key(p, i0 + rows - 1) - lowest;
         const std::size_t from_any = first_visible_key(p, i0) - lowest;
+        // Keys past what the last of rows [r, r + count) sees: a tile of scores wholly there is
+        // masked below, so is not computed (half the block on the diagonal), nor are the
+        // products of the zero weights it becomes.
+        const auto seen_by_rows = [&](std::size_t r, std::size_t count) {
+            return visible_keys(p, i0 + std::min(r + count, rows) - 1) - lowest;
+        };
         for (std::size_t j0 = from_any / key_block * key_block; j0 < seen_by_any; j0 += key_block) {
-            for (std::size_t r = 0; r < padded_rows; r += score_rows<T>)
-                for (std::size_t j = 0; j < key_block; j += score_vectors * N)
+            for (std::size_t r = 0; r < padded_rows; r += score_rows<T>) {
+                const std::size_t seen = seen_by_rows(r, score_rows<T>);
+                for (std::size_t j = 0; j < key_block && j0 + j < seen; j += score_vectors * N)
                     score_tile<T, score_rows<T>, score_vectors>(queries + r * p.d(), p.d(), keys_t + j0 + j, keys_ld,
                                                                 scores + r * key_block + j);
+            }
             if (j0 + key_block > seen_by_all || j0 < from_all) {
                 for (std::size_t r = 0; r < padded_rows; ++r) {
                     const std::size_t query = i0 + std::min(r, rows - 1);
@@ -523,9 +531,10 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
             }
             for (std::size_t r = 0; r < padded_rows; ++r) softmax.update(r, scores + r * key_block);
 
-            const std::size_t block_keys = std::min(key_block, seen_by_any - j0);
             const T* block_values = values + j0 * values_ld;
             for (std::size_t r = 0; r < padded_rows; r += value_rows<T>) {
+                const std::size_t seen = seen_by_rows(r, value_rows<T>);
+                const std::size_t block_keys = seen > j0 ? std::min(key_block, seen - j0) : 0;
                 std::size_t c = 0;
                 for (; c + value_vectors * N <= values_ld; c += value_vectors * N)
                     value_tile<T, value_rows<T>, value_vectors>(scores + r * key_block, softmax.rescale + r,

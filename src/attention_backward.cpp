@@ -85,20 +85,50 @@ void multiply_block(std::size_t depth, const T* a, std::ptrdiff_t a_row, std::pt
         for (std::size_t n = 0; n < NR; ++n) acc[r][n].store_aligned(c + r * c_ld + n * N);
 }
 
+// Which part of a product a tile on the diagonal needs, where query r sees key j only for j <= r
+// (all else is zero in P and dS): about half of each product, skipped a row block at a time.
+enum class causal_part {
+    all,             // a tile off the diagonal
+    columns_to_row,  // c(r, j) for j <= r only: S and dP (rows are queries, columns keys)
+    depth_from_row,  // sum over queries l >= r: dv and dk (rows are keys)
+    depth_to_row,    // sum over keys l <= r: dq (rows are queries)
+};
+
+// c[MR x nr vectors] as multiply_block, for nr <= NR chosen at run time.
+template <class T, std::size_t MR, std::size_t NR>
+void multiply_vectors(std::size_t nr, std::size_t depth, const T* a, std::ptrdiff_t a_row, std::ptrdiff_t a_col,
+                      const T* b, std::size_t b_ld, T* c, std::size_t c_ld, bool accumulate) {
+    if constexpr (NR > 1) {
+        if (nr < NR) return multiply_vectors<T, MR, NR - 1>(nr, depth, a, a_row, a_col, b, b_ld, c, c_ld, accumulate);
+    }
+    multiply_block<T, MR, NR>(depth, a, a_row, a_col, b, b_ld, c, c_ld, accumulate);
+}
+
 // c[rows x cols] (+)= A[rows x depth] B[depth x cols], A read as in multiply_block; rows a
-// multiple of block_rows, cols of the vector width.
+// multiple of block_rows, cols of the vector width. `part` leaves out what a diagonal tile does
+// not need (rows, cols and depth are then all the tile).
 template <class T>
 void multiply(std::size_t rows, std::size_t cols, std::size_t depth, const T* a, std::ptrdiff_t a_row,
-              std::ptrdiff_t a_col, const T* b, std::size_t b_ld, T* c, std::size_t c_ld, bool accumulate) {
+              std::ptrdiff_t a_col, const T* b, std::size_t b_ld, T* c, std::size_t c_ld, bool accumulate,
+              causal_part part = causal_part::all) {
     constexpr std::size_t N = lanes<T>, NR = block_vectors<T>;
     for (std::size_t r = 0; r < rows; r += block_rows) {
         const T* a_r = a + signed_size(r) * a_row;
         T* c_r = c + r * c_ld;
+        // The block's columns and its range of depth [from, to).
+        std::size_t width = cols, from = 0, to = depth;
+        if (part == causal_part::columns_to_row) width = std::min(cols, round_up(r + block_rows, N));
+        if (part == causal_part::depth_from_row) from = r;
+        if (part == causal_part::depth_to_row) to = std::min(depth, r + block_rows);
+        const T* a_from = a_r + signed_size(from) * a_col;
+        const T* b_from = b + from * b_ld;
         std::size_t col = 0;
-        for (; col + NR * N <= cols; col += NR * N)
-            multiply_block<T, block_rows, NR>(depth, a_r, a_row, a_col, b + col, b_ld, c_r + col, c_ld, accumulate);
-        for (; col < cols; col += N)
-            multiply_block<T, block_rows, 1>(depth, a_r, a_row, a_col, b + col, b_ld, c_r + col, c_ld, accumulate);
+        for (; col + NR * N <= width; col += NR * N)
+            multiply_block<T, block_rows, NR>(to - from, a_from, a_row, a_col, b_from + col, b_ld, c_r + col, c_ld,
+                                              accumulate);
+        if (col < width)
+            multiply_vectors<T, block_rows, NR>((width - col) / N, to - from, a_from, a_row, a_col, b_from + col, b_ld,
+                                                c_r + col, c_ld, accumulate);
     }
 }
 
@@ -240,9 +270,15 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
     const T* queries = m.queries + i0 * padded;
     const T* dout = m.dout + i0 * padded;
 
+    // On the diagonal a query sees no key after it: the products leave those entries out.
+    const bool diagonal = i0 == j0;
+    const auto part = [diagonal](causal_part p) { return diagonal ? p : causal_part::all; };
+
     // 1. and 3.
-    multiply(tile, tile, padded, queries, signed_size(padded), 1, m.keys_t + j0 * padded, tile, m.scores, tile, false);
-    multiply(tile, tile, padded, dout, signed_size(padded), 1, m.values_t + j0 * padded, tile, m.dscores, tile, false);
+    multiply(tile, tile, padded, queries, signed_size(padded), 1, m.keys_t + j0 * padded, tile, m.scores, tile, false,
+             part(causal_part::columns_to_row));
+    multiply(tile, tile, padded, dout, signed_size(padded), 1, m.values_t + j0 * padded, tile, m.dscores, tile, false,
+             part(causal_part::columns_to_row));
 
     // 2. and 4., row by row; entries a query does not see are zero in P and dS.
     const bool whole = sees_all(p, i0, j0);
@@ -257,7 +293,9 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
             continue;
         }
         const vec<T> minus_lse(-m.lse[i0 + r]), delta(m.delta[i0 + r]);
-        for (std::size_t j = 0; j < tile; j += N) {
+        // Past the vectors that hold what the row sees, the products wrote nothing on the diagonal.
+        const std::size_t computed = diagonal ? round_up(seen.to, N) : tile;
+        for (std::size_t j = 0; j < computed; j += N) {
             const vec<T> weight = xsimd::exp(xsimd::fma(vec<T>::load_aligned(s + j), scale, minus_lse));
             weight.store_aligned(s + j);
             (scale * weight * (vec<T>::load_aligned(ds + j) - delta)).store_aligned(ds + j);
@@ -269,10 +307,12 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
     }
 
     // 5.
-    multiply(tile, padded, tile, m.scores, 1, signed_size(tile), dout, padded, m.dv + j0 * padded, padded, true);
-    multiply(tile, padded, tile, m.dscores, 1, signed_size(tile), queries, padded, m.dk + j0 * padded, padded, true);
+    multiply(tile, padded, tile, m.scores, 1, signed_size(tile), dout, padded, m.dv + j0 * padded, padded, true,
+             part(causal_part::depth_from_row));
+    multiply(tile, padded, tile, m.dscores, 1, signed_size(tile), queries, padded, m.dk + j0 * padded, padded, true,
+             part(causal_part::depth_from_row));
     multiply(tile, padded, tile, m.dscores, signed_size(tile), 1, m.keys + j0 * padded, padded, m.dq + i0 * padded, padded,
-             true);
+             true, part(causal_part::depth_to_row));
 }
 
 // The batch dims along which k and v broadcast: a group of matrices that share keys and values
