@@ -170,6 +170,14 @@ TEST_CASE("derivation: a parameter read by no recorded expression is an error, a
     // Read as a differentiated value, it takes its gradient; a plain forward gives the same loss.
     check_gradients(
         [](const auto& m, const auto& x) { return eval(total(x * m.w) + total(square(train::watched(m.v)))); }, x);
+    // Held in a variable first, and read twice: both reads' gradients reach v.
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto v = train::watched(m.v);
+            const auto penalty = square(v);
+            return eval(total(x * m.w) + total(penalty) + total(v * x));
+        },
+        x);
 }
 
 TEST_CASE("derivation: LayerNorm and RMSNorm", "[train][derivation]") {

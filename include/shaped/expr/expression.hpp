@@ -10,6 +10,7 @@
 #include <array>
 #include <concepts>
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
 
 namespace shaped {
@@ -88,6 +89,33 @@ using first_unnamed_diag = typename first_unnamed<Op, List, Ds...>::type;
 
 template <class Op, int Axis, std::size_t Rank>
 using axis_diag = diag::axis_out_of_range<Op, diag::axis<Axis>, diag::rank<Rank>>;
+
+// ---- what a node reads ------------------------------------------------------------------------
+
+// f(child) for each child of node n, in order: its operands, or whichever of operand, lhs, rhs,
+// weight, bias (unless it is nullptr: none), table, ids, query, key and value it has. The walks
+// over an expression at run time (the leaves a plain evaluation reads, whether a derivative wants
+// a gradient) go through this one list; train's reads_traced, the same walk over types, mirrors it.
+template <class N, class F>
+constexpr void for_each_child(const N& n, F&& f) {
+    if constexpr (requires { n.operands(); }) {
+        std::apply([&](const auto&... o) { (f(o), ...); }, n.operands());
+    } else {
+        if constexpr (requires { n.operand(); }) f(n.operand());
+        if constexpr (requires { n.lhs(); }) f(n.lhs());
+        if constexpr (requires { n.rhs(); }) f(n.rhs());
+        if constexpr (requires { n.weight(); }) f(n.weight());
+        if constexpr (requires { n.bias(); })
+            if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<decltype(n.bias())>>) f(n.bias());
+        if constexpr (requires { n.table(); }) f(n.table());
+        if constexpr (requires { n.ids(); }) f(n.ids());
+        if constexpr (requires { n.query(); }) {
+            f(n.query());
+            f(n.key());
+            f(n.value());
+        }
+    }
+}
 
 }  // namespace detail
 

@@ -104,25 +104,8 @@ namespace detail {
 // Calls f on each Tensor and View an expression reads, through every node.
 template <class E, class F>
 void for_each_leaf(const E& e, const F& f) {
-    if constexpr (Strided<E>) {
-        f(e);
-    } else if constexpr (requires { e.operands(); }) {
-        std::apply([&](const auto&... o) { (for_each_leaf(o, f), ...); }, e.operands());
-    } else {
-        if constexpr (requires { e.operand(); }) for_each_leaf(e.operand(), f);
-        if constexpr (requires { e.lhs(); }) for_each_leaf(e.lhs(), f);
-        if constexpr (requires { e.rhs(); }) for_each_leaf(e.rhs(), f);
-        if constexpr (requires { e.weight(); }) for_each_leaf(e.weight(), f);
-        if constexpr (requires { e.bias(); })
-            if constexpr (!std::is_null_pointer_v<std::remove_cvref_t<decltype(e.bias())>>) for_each_leaf(e.bias(), f);
-        if constexpr (requires { e.table(); }) for_each_leaf(e.table(), f);
-        if constexpr (requires { e.ids(); }) for_each_leaf(e.ids(), f);
-        if constexpr (requires { e.query(); }) {
-            for_each_leaf(e.query(), f);
-            for_each_leaf(e.key(), f);
-            for_each_leaf(e.value(), f);
-        }
-    }
+    if constexpr (Strided<E>) f(e);
+    else for_each_child(e, [&](const auto& child) { for_each_leaf(child, f); });
 }
 
 // Shows a recording tape's watch what a plain evaluation reads (core/read_watch.hpp).

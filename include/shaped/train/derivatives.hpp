@@ -124,6 +124,7 @@ inline constexpr bool is_scalar_node<scalar<T>> = true;
 
 // ---- whether an expression reads a traced value (at compile time) ---------------------------------
 
+// The walk of shaped::detail::for_each_child (expr/expression.hpp), over types.
 template <class E>
 consteval bool reads_traced() {
     using N = std::remove_cvref_t<E>;
@@ -334,19 +335,11 @@ bool wants_gradient(const E& e) {
     if constexpr (is_saved_traced<E>) return std::is_floating_point_v<value_type_of<E>>;
     else if constexpr (is_saved_leaf<E>) return e.gradient() != nullptr;
     else if constexpr (is_saved_view<E>) return e.wants_gradient();
-    else if constexpr (requires { e.table(); }) return wants_gradient(e.table());
-    else if constexpr (is_scalar_node<E>) return false;
-    else if constexpr (requires { e.operands(); })
-        return std::apply([](const auto&... o) { return (wants_gradient(o) || ...); }, e.operands());
-    else if constexpr (requires { e.lhs(); }) return wants_gradient(e.lhs()) || wants_gradient(e.rhs());
-    else if constexpr (requires { e.query(); })
-        return wants_gradient(e.query()) || wants_gradient(e.key()) || wants_gradient(e.value());
-    else if constexpr (requires { e.weight(); }) {
-        bool wants = wants_gradient(e.operand()) || wants_gradient(e.weight());
-        if constexpr (E::has_bias) wants = wants || wants_gradient(e.bias());
+    else {
+        bool wants = false;
+        shaped::detail::for_each_child(e, [&](const auto& child) { wants = wants || wants_gradient(child); });
         return wants;
     }
-    else return wants_gradient(e.operand());
 }
 
 template <class E>
@@ -736,34 +729,44 @@ void back_node(const attention_node<Q, K, V>& e, const G& g) {
     const std::size_t tq = q.extents()[rank_of<Q> - 2], tk = k.extents()[rank_of<K> - 2];
     const long diagonal = static_cast<long>(tk) - static_cast<long>(tq);
     if (element_count(e) == 0) return;
-    {
+    // Whether the fused backward covers the problem depends on extents and the window only (q, k
+    // and v are copied contiguous): asked before anything is copied, the operands' pointers unset.
+    const auto contiguous = [](const auto& x) {
+        constexpr std::size_t r = rank_of<std::remove_cvref_t<decltype(x)>>;
+        const auto extents = x.extents();
+        return kernels::strided<T, r>{{extents, row_major_strides(extents)}, nullptr};
+    };
+    const auto out_extents = e.extents();
+    auto p = kernels::problem_over<T>(contiguous(q), contiguous(k), contiguous(v), nullptr,
+                                      strided_layout<rank_of<Node>>{out_extents, row_major_strides(out_extents)},
+                                      e.scale(), {true, diagonal, e.window()}, false);
+    std::vector<T> lse(element_count(e) / out_extents[rank_of<Node> - 1]);  // each query's, kept by the forward
+    p.lse = lse.data();
+    if (kernels::attention_backward_covers(p)) {
         const auto qt = tensor_for<T, dims_of<Q>>(q);
         const auto kt = tensor_for<T, dims_of<K>>(k);
         const auto vt = tensor_for<T, dims_of<V>>(v);
-        auto out = tensor_for<T, dims_of<Node>>::for_overwrite(e.extents());
-        std::vector<T> lse(out.size() / out.extents()[rank_of<Node> - 1]);
-        auto p = kernels::problem_over<T>(kernels::elements_of(qt), kernels::elements_of(kt), kernels::elements_of(vt),
-                                          out.data(), strided_layout<rank_of<Node>>{out.extents(), out.strides()},
-                                          e.scale(), {true, diagonal, e.window()}, false);
-        p.lse = lse.data();
-        if (kernels::attention_backward_covers(p)) {
-            kernels::attention(p);
-            const auto zeros = [](const auto& like) {
-                using X = std::remove_cvref_t<decltype(like)>;
-                return X{typename X::shape_type(like.extents())};
-            };
-            auto dq = zeros(qt);
-            auto dk = zeros(kt);
-            auto dv = zeros(vt);
-            kernels::attention_backward(p, g.data(),
-                                        {{dq.data(), p.q.matrix, p.q.batch},
-                                         {dk.data(), p.k.matrix, p.k.batch},
-                                         {dv.data(), p.v.matrix, p.v.batch}});
-            if (wants_gradient(q)) back(q, dq);
-            if (wants_gradient(k)) back(k, dk);
-            if (wants_gradient(v)) back(v, dv);
-            return;
-        }
+        auto out = tensor_for<T, dims_of<Node>>::for_overwrite(out_extents);
+        p.q.data = qt.data();
+        p.k.data = kt.data();
+        p.v.data = vt.data();
+        p.out.data = out.data();
+        kernels::attention(p);
+        const auto zeros = [](const auto& like) {
+            using X = std::remove_cvref_t<decltype(like)>;
+            return X{typename X::shape_type(like.extents())};
+        };
+        auto dq = zeros(qt);
+        auto dk = zeros(kt);
+        auto dv = zeros(vt);
+        kernels::attention_backward(p, g.data(),
+                                    {{dq.data(), p.q.matrix, p.q.batch},
+                                     {dk.data(), p.k.matrix, p.k.batch},
+                                     {dv.data(), p.v.matrix, p.v.batch}});
+        if (wants_gradient(q)) back(q, dq);
+        if (wants_gradient(k)) back(k, dk);
+        if (wants_gradient(v)) back(v, dv);
+        return;
     }
     // Which keys each query does not see: those after it, and those before its window.
     using Hidden = tensor_for<bool, dims<dim_at<rank_of<Q> - 2, dims_of<Q>>, dim_at<rank_of<K> - 2, dims_of<K>>>>;

@@ -355,17 +355,26 @@ public:
         }
     }
 
-    // Pauses recording for its lifetime.
+    // Pauses recording for its lifetime, and the watch on plain reads with it: what runs paused
+    // (the kernels of a recorded expression, the backward) reads parameters by design, and its
+    // evaluations then make no call to check.
     class pause {
     public:
-        explicit pause(tape& t) : tape_(t), was_(t.paused_) { t.paused_ = true; }
-        ~pause() { tape_.paused_ = was_; }
+        explicit pause(tape& t) : tape_(t), was_(t.paused_), watch_was_(shaped::detail::active_read_watch) {
+            t.paused_ = true;
+            shaped::detail::active_read_watch = nullptr;
+        }
+        ~pause() {
+            tape_.paused_ = was_;
+            shaped::detail::active_read_watch = watch_was_;
+        }
         pause(const pause&) = delete;
         pause& operator=(const pause&) = delete;
 
     private:
         tape& tape_;
         bool was_;
+        const shaped::detail::read_watch* watch_was_;
     };
 
 private:
