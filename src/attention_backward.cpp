@@ -272,7 +272,7 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
 
     // On the diagonal a query sees no key after it: the products leave those entries out.
     const bool diagonal = i0 == j0;
-    const auto part = [diagonal](causal_part p) { return diagonal ? p : causal_part::all; };
+    const auto part = [diagonal](causal_part wanted) { return diagonal ? wanted : causal_part::all; };
 
     // 1. and 3.
     multiply(tile, tile, padded, queries, signed_size(padded), 1, m.keys_t + j0 * padded, tile, m.scores, tile, false,
