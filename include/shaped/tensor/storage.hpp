@@ -6,8 +6,11 @@
 // While a storage_pool lives on a thread, large heap blocks freed there are kept and handed to
 // the next block of the same size: a training step makes the same tensors every step, and
 // without the pool each would be fresh pages from the system, faulted in and zeroed again.
+// A storage_plan goes further for such a step: it places each block where a layout of the step's
+// own lifetimes puts it, so that the step holds its live peak and nothing besides.
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -44,6 +47,62 @@ public:
     static std::size_t kept_bytes();
 };
 
+namespace detail {
+class plan_state;
+}
+
+// Places the large blocks of a region that makes the same tensors in the same order every time it
+// runs (a training step) by a plan laid out from their lifetimes. The first run records when each
+// block of 64 KiB or more is made and freed (each on pages of its own, returned when freed); the
+// runs after it place each block at its offset in one arena, where blocks never alive together
+// share bytes: the region holds its live peak, where a pool would also hold every freed block until
+// one of its size is asked for again. A run that makes other blocks than the plan's (another shape,
+// another path) takes those as it would without a plan, and the next run records again; a block
+// still alive when its run ends keeps its bytes (the next run places nothing over them). Entering
+// a region gives the storage_pool's kept blocks back, since none of the region's blocks comes from
+// it. One thread runs a plan at a time; a region opened inside another is the outer one's.
+//
+//   shaped::storage_plan plan;                 held across the steps
+//   for (...) { const auto step = plan.run(); ... one step ... }
+class storage_plan {
+public:
+    storage_plan();
+    ~storage_plan();
+    storage_plan(const storage_plan&) = delete;
+    storage_plan& operator=(const storage_plan&) = delete;
+
+    class region {
+    public:
+        ~region();
+        region(const region&) = delete;
+        region& operator=(const region&) = delete;
+
+    private:
+        friend class storage_plan;
+        explicit region(detail::plan_state* entered) : entered_(entered) {}
+        detail::plan_state* entered_;  // none for a region inside another
+    };
+    // Opens a run of the region on this thread, until the returned region is destroyed.
+    [[nodiscard]] region run();
+    // Gives the arena's pages back to the system until the next run, which maps them again: for
+    // other work between runs (an evaluation), which would otherwise hold its own peak beside the
+    // arena's. Nothing when a block of the arena is still alive.
+    void give_back_pages();
+
+    // What the plan did: the arena's bytes (0 until a run has been recorded), and over all runs
+    // so far, the runs recorded and the blocks placed in the arena or not (a run that strayed).
+    struct statistics {
+        std::size_t arena_bytes = 0;
+        std::size_t recorded_runs = 0;
+        std::size_t placed_blocks = 0;
+        std::size_t unplaced_blocks = 0;
+    };
+    statistics stats() const;
+
+private:
+    detail::plan_state* state_;
+};
+
 // The heap storage held on this thread since it was made, now and at most: what a step of
 // training holds beyond its model and gradients. One meter at a time on a thread.
 class storage_meter {
@@ -68,6 +127,15 @@ inline constexpr std::size_t pooled_block_bytes = std::size_t{64} << 10;
 // storage_pools open on this thread. Trivially destructible, so that a tensor freed as the
 // thread ends (a static one) still finds it, and no pool.
 inline thread_local std::size_t open_storage_pools = 0;
+
+// The plan whose region runs on this thread, if one does (src/storage_plan.cpp).
+inline thread_local plan_state* running_storage_plan = nullptr;
+// Whether any block lies on a plan's pages: until one does, a freed block asks no plan.
+inline std::atomic<std::size_t> planned_page_ranges{0};
+// A block of `size` bytes for the running plan: placed or recorded, or null where the run strayed.
+void* planned_allocate(plan_state& plan, std::size_t size);
+// Whether `block` was on a plan's pages (then it is given back there).
+bool planned_deallocate(void* block) noexcept;
 // The bytes of heap storage alive on this thread (allocated here less freed here), and their
 // most since a storage_meter was made.
 inline thread_local std::size_t live_storage_bytes = 0;
@@ -92,6 +160,8 @@ public:
     static void* allocate(std::size_t bytes) {
         const std::size_t size = rounded(bytes);
         count(size);
+        if (size >= pooled_block_bytes && running_storage_plan)
+            if (void* block = planned_allocate(*running_storage_plan, size)) return block;
         if (size >= pooled_block_bytes && open_storage_pools > 0)
             if (void* block = of_this_thread().take(size)) return block;
         return ::operator new(size, std::align_val_t{storage_alignment});
@@ -100,6 +170,9 @@ public:
     static void deallocate(void* block, std::size_t bytes) noexcept {
         const std::size_t size = rounded(bytes);
         live_storage_bytes -= std::min(size, live_storage_bytes);  // a block made on another thread
+        if (size >= pooled_block_bytes && planned_page_ranges.load(std::memory_order_acquire) > 0 &&
+            planned_deallocate(block))
+            return;
         if (size >= pooled_block_bytes && open_storage_pools > 0) of_this_thread().keep(block, size);
         else ::operator delete(block, std::align_val_t{storage_alignment});
     }
@@ -109,6 +182,8 @@ public:
         if (--open_storage_pools == 0) release();
     }
     std::size_t kept() const { return kept_; }
+    // Gives the kept blocks back now, pools open or not.
+    void give_back() noexcept { release(); }
 
 private:
     static void count(std::size_t size) {
