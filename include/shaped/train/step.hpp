@@ -12,8 +12,9 @@
 // loss is F.cross_entropy's mean over the targets that are not -1 (a target outside the
 // vocabulary is a shape_error, before any work); the gradients added are those of
 // loss * loss_scale (1 / the micro-batches of an accumulated step, as nanoGPT divides each
-// micro-batch's loss). The trainer holds a storage_pool: each step's tensors take the blocks the
-// step before freed.
+// micro-batch's loss). The trainer holds a storage_plan: from the second step on, each step's
+// tensors lie where the first step's lifetimes laid them out, and the step holds its live peak
+// (a storage_pool, which it holds too, serves the forward alone).
 
 #include <shaped/models/gpt.hpp>
 #include <shaped/train/diagnostics.hpp>
@@ -60,6 +61,7 @@ public:
     using model_type = Model;
 
     double loss(const Model& model, const batch_ids<B, Time>& idx, const batch_ids<B, Time>& targets) const {
+        plan_.give_back_pages();  // the forward's tensors are not the step's: not beside its arena
         return models::cross_entropy(model(idx), targets);
     }
 
@@ -69,6 +71,7 @@ public:
                             const batch_ids<B, Time>& targets, double loss_scale = 1.0) {
         using vocab = dim_at<rank_of<decltype(model(idx))> - 1, dims_of<decltype(model(idx))>>;
         models::detail::counted_targets(targets.elements(), vocab::name.view(), vocab::extent);
+        const auto planned = plan_.run();
         const storage_meter meter;
         tape t;
         detail::watch_parameters(t, model, grads);
@@ -88,6 +91,7 @@ public:
 
 private:
     storage_pool pool_;
+    mutable storage_plan plan_;  // its arena's pages, not the trainer's state
     step_bytes last_;
 };
 
