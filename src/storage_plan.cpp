@@ -171,14 +171,17 @@ bool clear_in(const arena& a, std::size_t offset, std::size_t bytes) {
 void* planned_allocate(plan_state& plan, std::size_t size) {
     const std::lock_guard lock(plan_mutex);
     if (plan.recording) {
-        std::byte* pages = map_pages(size);
+        plan.blocks.push_back({.bytes = size, .made = plan.events});
+        std::byte* pages = nullptr;
         try {
-            add_range({pages, size, nullptr, &plan, plan.blocks.size()});
-            plan.blocks.push_back({.bytes = size, .made = plan.events++});
-        } catch (...) {
-            unmap_pages(pages, size);
+            pages = map_pages(size);
+            add_range({pages, size, nullptr, &plan, plan.blocks.size() - 1});
+        } catch (...) {  // nothing recorded, nothing mapped
+            plan.blocks.pop_back();
+            if (pages) unmap_pages(pages, size);
             throw;
         }
+        ++plan.events;
         return pages;
     }
     const std::size_t k = plan.next++;
