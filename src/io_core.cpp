@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace shaped::io {
@@ -49,6 +51,16 @@ std::string_view dtype_name(dtype type) {
         case dtype::b1: return "bool";
     }
     return "unknown dtype";
+}
+
+dtype dtype_of(std::type_index element) {
+    if (element == typeid(float)) return dtype::f32;
+    if (element == typeid(double)) return dtype::f64;
+    if (element == typeid(std::int32_t)) return dtype::i32;
+    if (element == typeid(std::int64_t)) return dtype::i64;
+    if (element == typeid(std::uint8_t)) return dtype::u8;
+    if (element == typeid(bool)) return dtype::b1;
+    throw std::logic_error(std::string("shaped::io: no file dtype for the element type ") + element.name());
 }
 
 std::size_t dtype_size(dtype type) {

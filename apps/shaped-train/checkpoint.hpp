@@ -67,16 +67,13 @@ std::string text_fingerprint(std::span<const Id> ids) {
 template <class Module>
 std::optional<std::string> first_non_finite(const Module& module, std::string_view prefix) {
     std::optional<std::string> found;
-    shaped::nn::for_each_parameter(module, [&](std::string_view name, const auto& parameter) {
-        if (found) return;
-        const auto* data = parameter.data();
-        for (std::size_t i = 0; i < parameter.size(); ++i)
-            if (!std::isfinite(data[i])) {
-                found = std::string(prefix) + std::string(name) + " element " + std::to_string(i) + " is " +
-                        std::to_string(data[i]);
-                return;
-            }
-    });
+    for (const auto& parameter : shaped::nn::parameter_list(module))
+        shaped::nn::on_floating_elements(parameter, [&](auto elements) {
+            for (std::size_t i = 0; i < elements.size() && !found; ++i)
+                if (!std::isfinite(elements[i]))
+                    found = std::string(prefix) + std::string(parameter.name) + " element " + std::to_string(i) + " is " +
+                            std::to_string(elements[i]);
+        });
     return found;
 }
 

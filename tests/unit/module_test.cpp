@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -83,6 +86,46 @@ TEST_CASE("parameter_count and parameter_bytes are constants equal to what a vis
     static_assert(shaped::nn::parameter_count<shaped::nn::Stack<Block, 2>> == 2 * block);
     static_assert(shaped::nn::parameter_bytes<shaped::nn::Linear<C, V, true, double>> == 8 * (c * V::extent + V::extent));
     CHECK(visited_count(model) == shaped::nn::parameter_count<TinyModel>);
+}
+
+TEST_CASE("parameter_list gives the visit's parameters as slots: names, ranks, extents, elements", "[module]") {
+    shaped::Generator gen(5);
+    TinyModel model(gen);
+    const auto slots = shaped::nn::parameter_list(model);
+    std::vector<std::string> names;
+    std::size_t count = 0;
+    std::vector<float> values;
+    for (const shaped::nn::parameter_slot& p : slots) {
+        names.emplace_back(p.name);
+        count += p.size;
+        std::size_t product = 1;
+        for (std::size_t e : p.extents) product *= e;
+        CHECK(p.extents.size() == p.rank);
+        CHECK(product == p.size);
+        const auto elements = p.elements<float>();
+        values.insert(values.end(), elements.begin(), elements.end());
+    }
+    CHECK(names == names_of(model));
+    CHECK(count == shaped::nn::parameter_count<TinyModel>);
+    CHECK(values == values_of(model));
+    // head.weight, (V, C): its slot points at the tensor itself and its elements.
+    const auto& head = slots[slots.size() - 1];
+    CHECK(head.rank == 2);
+    CHECK(head.extents[0] == V::extent);
+    CHECK(head.extents[1] == C::extent);
+    CHECK(head.tensor == &model.head.weight);
+    CHECK(head.tensor_type == typeid(model.head.weight));
+    // Written through a slot, read through the module.
+    head.elements<float>()[3] = 42.0f;
+    CHECK(model.head.weight.data()[3] == 42.0f);
+    // Elements read as another type: an error naming the parameter, not a reinterpretation.
+    CHECK_THROWS_WITH(head.elements<double>(), Catch::Contains("`head.weight` holds float elements, read as double"));
+    // A const module's slots are const, and a mutable slot reads as a const one.
+    const auto read_only = shaped::nn::parameter_list(std::as_const(model));
+    static_assert(std::is_same_v<decltype(read_only[0].elements<float>()), std::span<const float>>);
+    const shaped::nn::const_parameter_slot as_const = slots[0];
+    CHECK(as_const.name == "ln.weight");
+    CHECK(as_const.data == read_only[0].data);
 }
 
 TEST_CASE("summary prints the module tree with shapes and counts, a stack's module once", "[module]") {

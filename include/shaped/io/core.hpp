@@ -34,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeindex>
 #include <utility>
 #include <vector>
 
@@ -75,6 +76,9 @@ constexpr dtype dtype_of() {
     else if constexpr (std::is_same_v<T, bool>) return dtype::b1;
     else static_assert(sizeof(T) == 0, "shaped::io: no file dtype for this element type");
 }
+
+// The same of an element type known at run time (a parameter's slot, nn::parameter_list).
+dtype dtype_of(std::type_index element);
 
 // One tensor as a file describes it, before its bytes are read.
 struct stored_tensor {
@@ -217,9 +221,10 @@ tensor_bytes bytes_of(std::string name, const Tensor<T, Ds...>& tensor) {
 template <class Layer>
 std::vector<tensor_bytes> parameter_bytes(const Layer& layer, std::string_view prefix) {
     std::vector<tensor_bytes> all;
-    nn::for_each_parameter(layer, [&](std::string_view name, const auto& parameter) {
-        all.push_back(bytes_of(std::string(prefix) + std::string(name), parameter));
-    });
+    for (const nn::const_parameter_slot& parameter : nn::parameter_list(layer))
+        all.push_back({std::string(prefix) + std::string(parameter.name), dtype_of(parameter.element_type),
+                       std::vector<std::size_t>(parameter.extents.begin(), parameter.extents.end()),
+                       std::span(static_cast<const std::byte*>(parameter.data), parameter.size * parameter.element_bytes)});
     return all;
 }
 

@@ -133,15 +133,16 @@ std::size_t counted_targets(std::span<const Id> targets, std::string_view vocab_
 template <class Config, class T, template <class> class BlockAs>
 GPT<Config, T, BlockAs>::GPT(Generator& gen) {
     const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(Config::n_layer));
-    nn::for_each_parameter(*this, [&](std::string_view name, auto& parameter) {
-        if constexpr (rank_of<std::remove_cvref_t<decltype(parameter)>> == 2) {
-            gen.fill_normal(parameter.elements());
-            const T scale = static_cast<T>(name.ends_with("c_proj.weight") ? residual_std : 0.02);
-            for (T& value : parameter.elements()) value *= scale;
-        } else if (name.ends_with(".weight")) {
-            std::fill(parameter.elements().begin(), parameter.elements().end(), T(1));
+    for (const nn::parameter_slot& parameter : nn::parameter_list(*this)) {
+        const std::span<T> elements = parameter.elements<T>();
+        if (parameter.rank == 2) {
+            gen.fill_normal(elements);
+            const T scale = static_cast<T>(parameter.name.ends_with("c_proj.weight") ? residual_std : 0.02);
+            for (T& value : elements) value *= scale;
+        } else if (parameter.name.ends_with(".weight")) {
+            std::fill(elements.begin(), elements.end(), T(1));
         }
-    });
+    }
 }
 
 template <class Config, class T, template <class> class BlockAs>

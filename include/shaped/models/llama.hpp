@@ -117,16 +117,17 @@ private:
 template <class Config, class T>
 Llama<Config, T>::Llama(Generator& gen) {
     const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(Config::n_layers));
-    nn::for_each_parameter(*this, [&](std::string_view name, auto& parameter) {
-        if constexpr (rank_of<std::remove_cvref_t<decltype(parameter)>> == 2) {
-            gen.fill_normal(parameter.elements());
-            const bool residual = name.ends_with("w3.weight") || name.ends_with("wo.weight");
+    for (const nn::parameter_slot& parameter : nn::parameter_list(*this)) {
+        const std::span<T> elements = parameter.elements<T>();
+        if (parameter.rank == 2) {
+            gen.fill_normal(elements);
+            const bool residual = parameter.name.ends_with("w3.weight") || parameter.name.ends_with("wo.weight");
             const T scale = static_cast<T>(residual ? residual_std : 0.02);
-            for (T& value : parameter.elements()) value *= scale;
+            for (T& value : elements) value *= scale;
         } else {
-            std::fill(parameter.elements().begin(), parameter.elements().end(), T(1));
+            std::fill(elements.begin(), elements.end(), T(1));
         }
-    });
+    }
     configure();
 }
 

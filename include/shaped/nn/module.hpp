@@ -46,7 +46,10 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeindex>
+#include <typeinfo>
 #include <utility>
+#include <vector>
 
 namespace shaped::nn {
 
@@ -66,6 +69,7 @@ template <class M, class F>
 void for_each_parameter(M& module, F&& f);
 
 namespace detail {
+[[noreturn]] void throw_element_type(std::string_view parameter, std::type_index holds, std::type_index asked);
 template <class M>
 consteval std::size_t checked_count();
 template <class M>
@@ -77,6 +81,69 @@ template <class M>
 inline constexpr std::size_t parameter_count = detail::checked_count<M>();
 template <class M>
 inline constexpr std::size_t parameter_bytes = detail::checked_bytes<M>();
+
+// Every parameter of a module (or of gradients' storage), seen without its type: its name, rank
+// and elements, in declaration order. What does the same to every parameter — an optimizer's
+// update, zeroing or clipping gradients, a sum across processes — walks this list at run time, so
+// that it is compiled once, not once per parameter type of every module it visits.
+//
+//   for (const nn::parameter_slot& p : nn::parameter_list(model))
+//       for (float& x : p.elements<float>()) ...       a std::logic_error if p holds no floats
+template <bool Const>
+struct basic_parameter_slot {
+    using pointer = std::conditional_t<Const, const void*, void*>;
+    std::string_view name;
+    std::type_index tensor_type;   // Tensor<T, Ds...>
+    std::type_index element_type;  // T
+    std::size_t element_bytes;
+    std::size_t rank;
+    std::span<const std::size_t> extents;  // rank of them
+    pointer tensor;    // the Tensor<T, Ds...> itself
+    pointer data;
+    std::size_t size;  // elements
+
+    // A slot of mutable elements reads as one of const elements.
+    operator basic_parameter_slot<true>() const
+        requires(!Const)
+    {
+        return {name, tensor_type, element_type, element_bytes, rank, extents, tensor, data, size};
+    }
+
+    template <class T>
+    std::span<std::conditional_t<Const, const T, T>> elements() const {
+        if (element_type != typeid(T)) detail::throw_element_type(name, element_type, typeid(T));
+        return {static_cast<std::conditional_t<Const, const T*, T*>>(data), size};
+    }
+};
+using parameter_slot = basic_parameter_slot<false>;
+using const_parameter_slot = basic_parameter_slot<true>;
+
+// f(elements) for a slot of floating-point elements, as a span of float or of double.
+template <bool Const, class F>
+void on_floating_elements(const basic_parameter_slot<Const>& slot, F&& f) {
+    if (slot.element_type == typeid(double)) f(slot.template elements<double>());
+    else f(slot.template elements<float>());  // anything else: elements' error names it
+}
+
+// The slots of a module's parameters; holds their names.
+template <bool Const>
+class basic_parameter_list {
+public:
+    using slot_type = basic_parameter_slot<Const>;
+    auto begin() const { return slots_.begin(); }
+    auto end() const { return slots_.end(); }
+    std::size_t size() const { return slots_.size(); }
+    const slot_type& operator[](std::size_t i) const { return slots_[i]; }
+
+private:
+    template <class M>
+    friend basic_parameter_list<std::is_const_v<M>> parameter_list(M& module);
+    std::string names_;
+    std::vector<slot_type> slots_;
+};
+
+template <class M>
+basic_parameter_list<std::is_const_v<M>> parameter_list(M& module);
 
 // The module tree, as PyTorch prints a module, with each parameter's shape and each module's
 // count; a module of parameters only takes one line, and a stack prints its first module once:
@@ -180,6 +247,11 @@ consteval std::size_t checked_bytes() {
     static_assert(is_module_member<first_misfit_t<M>>, "shaped::nn::Module: " SHAPED_RULE_MODULE_MEMBER);
     return bytes_of<M>();
 }
+
+// A parameter's extents, kept where a parameter's slot can point at them.
+template <class P>
+inline constexpr auto static_extents =
+    []<Dim... Ds>(dims<Ds...>) { return std::array<std::size_t, sizeof...(Ds)>{Ds::extent...}; }(dims_of<P>{});
 
 // path, then "." unless it is empty, then part: a parameter's or sub-module's full name.
 inline void extend(std::string& path, std::string_view part) {
@@ -289,6 +361,28 @@ void for_each_parameter(M& module, F&& f) {
                   "shaped::nn::Module: " SHAPED_RULE_MODULE_MEMBER);
     std::string path;
     detail::visit(path, f, module);
+}
+
+template <class M>
+basic_parameter_list<std::is_const_v<M>> parameter_list(M& module) {
+    static_assert(detail::is_module_member<detail::first_misfit_t<std::remove_const_t<M>>>,
+                  "shaped::nn::Module: " SHAPED_RULE_MODULE_MEMBER);
+    constexpr bool is_const = std::is_const_v<M>;
+    basic_parameter_list<is_const> list;
+    std::vector<std::pair<std::size_t, std::size_t>> names;  // where each name lies in names_
+    auto add = [&](std::string_view name, auto& p) {
+        using P = std::remove_cvref_t<decltype(p)>;
+        using T = value_type_of<P>;
+        names.emplace_back(list.names_.size(), name.size());
+        list.names_ += name;
+        list.slots_.push_back({{}, typeid(P), typeid(T), sizeof(T), rank_of<P>, detail::static_extents<P>, &p, p.data(), p.size()});
+    };
+    std::string path;
+    detail::visit(path, add, module);
+    // Named only now: names_ no longer moves.
+    for (std::size_t i = 0; i < names.size(); ++i)
+        list.slots_[i].name = std::string_view(list.names_).substr(names[i].first, names[i].second);
+    return list;
 }
 
 template <class M>

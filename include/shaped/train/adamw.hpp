@@ -29,10 +29,10 @@ struct adamw_options {
     double weight_decay = 1e-2;
 };
 
-// nanoGPT's configure_optimizers: weight decay on the parameters of two or more dims.
+// nanoGPT's configure_optimizers: weight decay on the parameters of two or more dims. Another
+// rule is any function of a parameter's slot (its name and rank: nn::parameter_list).
 struct decay_matrices {
-    template <class P>
-    bool operator()(std::string_view, const P&) const { return rank_of<P> >= 2; }
+    bool operator()(const nn::const_parameter_slot& parameter) const { return parameter.rank >= 2; }
 };
 
 template <class M, class Decays = decay_matrices>
@@ -73,22 +73,26 @@ template <class M, class Decays>
 template <class G>
     requires detail::gradients_fit<M, G>
 void AdamW<M, Decays>::step(M& model, const G& grads, double lr) {
-    {
-        ++steps_;
-        const double t = static_cast<double>(steps_);
-        const double step_size = lr / (1 - std::pow(options_.beta1, t));
-        const double correction2_sqrt = std::sqrt(1 - std::pow(options_.beta2, t));
-        std::string path;
-        auto update = [&](std::string_view name, auto& p, auto& g, auto& m, auto& v) {
-            const kernels::adamw_constants constants{.decay = decays_(name, p) ? 1 - lr * options_.weight_decay : 1.0,
-                                                     .beta1 = options_.beta1,
-                                                     .beta2 = options_.beta2,
-                                                     .eps = options_.eps,
-                                                     .step_size = step_size,
-                                                     .correction = correction2_sqrt};
-            kernels::adamw_update(p.data(), g.data(), m.data(), v.data(), p.size(), constants);
-        };
-        nn::detail::visit(path, update, model, grads.storage(), exp_avg_.storage(), exp_avg_sq_.storage());
+    ++steps_;
+    const double t = static_cast<double>(steps_);
+    const double step_size = lr / (1 - std::pow(options_.beta1, t));
+    const double correction2_sqrt = std::sqrt(1 - std::pow(options_.beta2, t));
+    const auto parameters = nn::parameter_list(model);
+    const auto gs = nn::parameter_list(grads.storage());
+    const auto ms = nn::parameter_list(exp_avg_.storage());
+    const auto vs = nn::parameter_list(exp_avg_sq_.storage());
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+        const kernels::adamw_constants constants{.decay = decays_(nn::const_parameter_slot(parameters[i])) ? 1 - lr * options_.weight_decay : 1.0,
+                                                 .beta1 = options_.beta1,
+                                                 .beta2 = options_.beta2,
+                                                 .eps = options_.eps,
+                                                 .step_size = step_size,
+                                                 .correction = correction2_sqrt};
+        nn::on_floating_elements(parameters[i], [&](auto elements) {
+            using T = typename decltype(elements)::element_type;
+            kernels::adamw_update(elements.data(), gs[i].template elements<const T>().data(), ms[i].template elements<T>().data(),
+                                  vs[i].template elements<T>().data(), elements.size(), constants);
+        });
     }
 }
 

@@ -134,14 +134,16 @@ void for_each_gradient(const G& grads, F&& f) {
 
 template <class G>
 void zero(const G& grads) {
-    for_each_gradient(grads, [](std::string_view, auto& g) { std::fill(g.elements().begin(), g.elements().end(), 0); });
+    for (const auto& g : nn::parameter_list(grads.storage()))
+        nn::on_floating_elements(g, [](auto elements) { std::fill(elements.begin(), elements.end(), 0); });
 }
 
 // The 2-norm of all the gradients together, accumulated in double.
 template <class G>
 double global_norm(const G& grads) {
     double squares = 0;
-    for_each_gradient(grads, [&](std::string_view, const auto& g) { squares += kernels::sum_of_squares(g.data(), g.size()); });
+    for (const auto& g : nn::parameter_list(grads.storage()))
+        nn::on_floating_elements(g, [&](auto elements) { squares += kernels::sum_of_squares(elements.data(), elements.size()); });
     return std::sqrt(squares);
 }
 
@@ -150,10 +152,10 @@ double clip_grad_norm(const G& grads, double max_norm) {
     const double norm = global_norm(grads);
     const double coefficient = max_norm / (norm + 1e-6);
     if (coefficient < 1.0)
-        for_each_gradient(grads, [&](std::string_view, auto& g) {
-            using T = std::remove_reference_t<decltype(*g.data())>;
-            for (T& value : g.elements()) value *= static_cast<T>(coefficient);
-        });
+        for (const auto& g : nn::parameter_list(grads.storage()))
+            nn::on_floating_elements(g, [&](auto elements) {
+                for (auto& value : elements) value *= static_cast<std::remove_reference_t<decltype(value)>>(coefficient);
+            });
     return norm;
 }
 

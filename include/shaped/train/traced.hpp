@@ -12,6 +12,7 @@
 //   tape                   what one value_and_grad records; its parameters, found by address
 
 #include <shaped/core/read_watch.hpp>
+#include <shaped/nn/module.hpp>
 #include <shaped/tensor.hpp>
 
 #include <algorithm>
@@ -284,13 +285,15 @@ public:
 
     static tape* active() { return detail::active_tape; }
 
-    // The gradient of a parameter, added to when the backward reaches it; name says it in errors.
-    template <class T, Dim... Ds>
-    void watch(const Tensor<T, Ds...>& parameter, Tensor<T, Ds...>& gradient, std::string_view name = {}) {
-        parameters_.insert_or_assign(parameter.data(),
-                                     parameter_gradient{std::type_index(typeid(Tensor<T, Ds...>)), &gradient});
-        elements_.push_back({parameter.data(), parameter.data() + parameter.size(), std::type_index(typeid(T)),
-                             gradient.data(), std::string(name)});
+    // The gradient of a parameter (slots of nn::parameter_list: of a model, and of its gradients'
+    // storage), added to when the backward reaches it; the parameter's name says it in errors.
+    void watch(const nn::const_parameter_slot& parameter, const nn::parameter_slot& gradient) {
+        if (parameter.tensor_type != gradient.tensor_type)
+            throw std::logic_error("shaped::train: the gradient watched for `" + std::string(parameter.name) +
+                                   "` is not of its tensor type");
+        parameters_.insert_or_assign(parameter.data, parameter_gradient{parameter.tensor_type, gradient.tensor});
+        elements_.push_back({parameter.data, static_cast<const char*>(parameter.data) + parameter.size * parameter.element_bytes,
+                             parameter.element_type, gradient.data, std::string(parameter.name)});
     }
 
     // A parameter whose elements the loss reads on purpose outside any recorded expression

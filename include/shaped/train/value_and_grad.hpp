@@ -40,9 +40,9 @@ decltype(auto) traced_argument(tape& t, A&& a) {
 
 template <class M, class G>
 void watch_parameters(tape& t, const M& model, const G& grads) {
-    for_each_gradient(model, grads, [&](std::string_view name, const auto& parameter, auto& gradient) {
-        t.watch(parameter, gradient, name);
-    });
+    const auto parameters = nn::parameter_list(model);
+    const auto gradients = nn::parameter_list(grads.storage());
+    for (std::size_t i = 0; i < parameters.size(); ++i) t.watch(parameters[i], gradients[i]);
 }
 
 // What a loss returns: a 0-d traced value; or failed, after a check inside the loss failed (that
