@@ -1,7 +1,7 @@
 #pragma once
 // What shaped-train is compiled for: a preset is a model config (a type) with the batch it trains
-// on (B rows of T positions, also types) and the tokenizer its ids come from. Add a line here to
-// train another.
+// on (B rows of T positions, also types) and the tokenizer its ids come from. To train another,
+// add its line here (and to `presets` below) and its file presets/<name>.cpp, as the others are.
 
 #include <shaped/models/gpt.hpp>
 #include <shaped/models/llama.hpp>

@@ -1,0 +1,4 @@
+// shaped-train's training of the llama-char preset (presets.hpp), compiled beside the others.
+#include "../training.hpp"
+
+template int shaped_train::train<shaped_train::llama_char>(const shaped_train::options&, const shaped_train::processes&);
