@@ -13,6 +13,7 @@
 //
 //   for_each_parameter(model, f)   f(name, tensor) for every parameter, in declaration order, named
 //                                  as PyTorch's state_dict names it: "ln.weight", "h.0.attn.c_attn.weight"
+//   parameter_list(model)          the same parameters as untyped slots, for a plain loop
 //   parameter_count<M>             the number of parameters, a constant
 //   parameter_bytes<M>             their bytes, a constant
 //   summary(model)                 the module tree as PyTorch prints a module, with each parameter's
@@ -82,10 +83,10 @@ inline constexpr std::size_t parameter_count = detail::checked_count<M>();
 template <class M>
 inline constexpr std::size_t parameter_bytes = detail::checked_bytes<M>();
 
-// Every parameter of a module (or of gradients' storage), seen without its type: its name, rank
-// and elements, in declaration order. What does the same to every parameter — an optimizer's
-// update, zeroing or clipping gradients, a sum across processes — walks this list at run time, so
-// that it is compiled once, not once per parameter type of every module it visits.
+// Every parameter of a module (or of gradients' storage), seen without its type: its name, rank,
+// extents and elements, in declaration order. What does the same to every parameter whatever its
+// dims — an optimizer's update, zeroing or clipping gradients, a sum across processes — is a
+// plain loop over this list; what depends on the type (loading a tensor by its dims) is a visit.
 //
 //   for (const nn::parameter_slot& p : nn::parameter_list(model))
 //       for (float& x : p.elements<float>()) ...       a std::logic_error if p holds no floats
