@@ -2,9 +2,14 @@
 // Reductions along one dim (sum, mean, max, min, var) and softmax / log_softmax along one dim.
 // The dim is named by position as PyTorch does (softmax<-1>) or by name (softmax<T>); a name
 // must occur exactly once in the tensor. layer_norm normalises along the last dim.
+//
+//   sum<-1>(x)             (B, T, C) -> (B, T)       x.sum(-1)
+//   mean<C, keepdim>(x)    (B, T, C) -> (B, T, C=1)  x.mean(-1, keepdim=True): broadcasts against x
 
 #include <shaped/expr/expression.hpp>
+#include <shaped/expr/structure.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <string_view>
 #include <type_traits>
@@ -21,6 +26,13 @@ struct var {};  // unbiased, as torch.var
 struct softmax {};
 struct log_softmax {};
 }  // namespace op
+
+// A reduction's keepdim=True: sum<C, keepdim>(x), sum<-1, keepdim>(x). The reduced dim stays, of
+// extent 1 under its own name, so that x - mean<C, keepdim>(x) broadcasts by the usual rule (the
+// names align; a static extent 1 spreads). A tag in the template arguments rather than a bool
+// or a second function name: the positional and named forms read alike and as PyTorch's
+// keyword, the plain forms keep their one template argument, and a misfit is the same check.
+struct keepdim {};
 
 
 // A reduction of E along its dim at Axis (normalized); the result lacks that dim.
@@ -183,6 +195,16 @@ auto make_along(E&& e) {
     else
         return reduce_node<Op, Axis, operand_t<E&&>>(std::forward<E>(e));
 }
+
+// The reduction along Axis with that dim kept, of extent 1: the plain reduction's node seen with
+// the dim put back, evaluated by the same kernel straight into the target (no second copy).
+template <class Op, std::size_t Axis, class E>
+auto make_kept(E&& e) {
+    using List = dims_of<E>;
+    using kept = replace_at<Axis, dim<dim_at<Axis, List>::name, 1>, List>;
+    using reduced = reduce_node<Op, Axis, operand_t<E&&>>;
+    return unit_dim_node<reduced, Axis, kept>(reduced(std::forward<E>(e)));
+}
 }  // namespace detail
 
 // The positional and named forms of each operation along a dim. An axis out of range, or a name
@@ -211,6 +233,30 @@ auto make_along(E&& e) {
     template <Dim D, Failed E>                                                                     \
     failed name(E&&);
 
+// The reductions' keepdim forms, name<Axis, keepdim>(e) and name<D, keepdim>(e), with the same
+// checks. (The plain forms above cannot take them: keepdim is no Expression and no Dim.)
+#define SHAPED_KEPT_ALONG_DIM(name)                                                                \
+    template <int Axis, std::same_as<keepdim> K, Expression E>                                     \
+        requires axis_in_range<Axis, rank_of<E>>                                                   \
+    auto name(E&& e) {                                                                             \
+        return detail::make_kept<op::name, normalize_axis<Axis, rank_of<E>>>(std::forward<E>(e));  \
+    }                                                                                              \
+    template <int Axis, std::same_as<keepdim> K, Expression E>                                     \
+        requires(!axis_in_range<Axis, rank_of<E>>)                                                 \
+    detail::axis_diag<op::name, Axis, dims_of<E>::rank> name(E&&);                                 \
+    template <Dim D, std::same_as<keepdim> K, Expression E>                                        \
+        requires detail::names_one<D, dims_of<E>>                                                  \
+    auto name(E&& e) {                                                                             \
+        return detail::make_kept<op::name, index_named<D, dims_of<E>>>(std::forward<E>(e));        \
+    }                                                                                              \
+    template <Dim D, std::same_as<keepdim> K, Expression E>                                        \
+        requires(!detail::names_one<D, dims_of<E>>)                                                \
+    detail::named_diag<op::name, D, dims_of<E>> name(E&&);                                         \
+    template <int Axis, std::same_as<keepdim> K, Failed E>                                         \
+    failed name(E&&);                                                                              \
+    template <Dim D, std::same_as<keepdim> K, Failed E>                                            \
+    failed name(E&&);
+
 SHAPED_ALONG_DIM(softmax)
 SHAPED_ALONG_DIM(log_softmax)
 SHAPED_ALONG_DIM(sum)
@@ -218,6 +264,12 @@ SHAPED_ALONG_DIM(mean)
 SHAPED_ALONG_DIM(max)
 SHAPED_ALONG_DIM(min)
 SHAPED_ALONG_DIM(var)
+SHAPED_KEPT_ALONG_DIM(sum)
+SHAPED_KEPT_ALONG_DIM(mean)
+SHAPED_KEPT_ALONG_DIM(max)
+SHAPED_KEPT_ALONG_DIM(min)
+SHAPED_KEPT_ALONG_DIM(var)
+#undef SHAPED_KEPT_ALONG_DIM
 #undef SHAPED_ALONG_DIM
 
 }  // namespace shaped

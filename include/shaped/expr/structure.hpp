@@ -1,8 +1,9 @@
 #pragma once
 // Nodes that move or mask positions rather than compute values: tril/triu, a permutation of
-// dims (transpose, mT) and rename. Over a Tensor or View they cost nothing: the kernels read
-// the operand's storage through permuted strides (a matmul takes a transposed operand as a
-// BLAS transpose flag).
+// dims (transpose, mT), rename, and a dim of extent 1 inserted or dropped (unsqueeze, squeeze,
+// a reduction's keepdim). Over a Tensor or View they cost nothing: the kernels read the
+// operand's storage through permuted strides (a matmul takes a transposed operand as a BLAS
+// transpose flag).
 
 #include <shaped/expr/expression.hpp>
 
@@ -80,6 +81,51 @@ public:
     explicit rename_node(A&& a) : operand_(std::forward<A>(a)) {}
 
     auto extents() const { return operand_.extents(); }
+    const E& operand() const { return operand_; }
+
+private:
+    E operand_;
+};
+
+namespace detail {
+// An operand's extents or strides with an entry for a dim of extent 1 inserted at Axis (as
+// `value`), or the entry at Axis dropped: the same elements seen with that dim or without it.
+template <std::size_t Axis, std::size_t To, class V, std::size_t From>
+constexpr std::array<V, To> with_unit_entry(const std::array<V, From>& in, V value) {
+    static_assert(To + 1 == From || From + 1 == To);
+    std::array<V, To> out{};
+    if constexpr (To > From) {
+        for (std::size_t i = 0, j = 0; i < To; ++i) out[i] = i == Axis ? value : in[j++];
+    } else {
+        for (std::size_t i = 0, j = 0; i < From; ++i)
+            if (i != Axis) out[j++] = in[i];
+    }
+    return out;
+}
+}  // namespace detail
+
+// E with a dim of extent 1 inserted at Axis (NewDims has one dim more than E: unsqueeze, a
+// reduction kept as a dim) or E's dim of extent 1 at Axis dropped (one dim fewer: squeeze). The
+// elements are E's, in E's order. Over stored elements these are Views (tensor/reshape.hpp);
+// this node is what the same takes over any other expression, and the kernels evaluate it by
+// writing E's value straight into the target seen with E's dims: no element is copied twice.
+template <class E, std::size_t Axis, class NewDims>
+class unit_dim_node : public expression_base {
+public:
+    using value_type = value_type_of<E>;
+    using dims_type = NewDims;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = dims_type::rank;
+    static constexpr std::size_t unit_axis = Axis;
+    static constexpr bool inserts = rank > rank_of<E>;
+    static_assert(rank == rank_of<E> + 1 || rank + 1 == rank_of<E>);
+
+    template <operand_for<E> A>
+    explicit unit_dim_node(A&& a) : operand_(std::forward<A>(a)) {}
+
+    std::array<std::size_t, rank> extents() const {
+        return detail::with_unit_entry<Axis, rank>(operand_.extents(), std::size_t{1});
+    }
     const E& operand() const { return operand_; }
 
 private:

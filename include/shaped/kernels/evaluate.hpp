@@ -85,6 +85,11 @@ void assign_apart(Target& target, const Source& source) {
         return detail::layer_norm_into(target, source);
     } else if constexpr (detail::is_reduce<Source>) {
         return detail::reduce_into(target, source);
+    } else if constexpr (detail::is_unit_dim<Source> && !Viewable<Source>) {
+        // A dim of extent 1 more or fewer moves no element: the operand is written straight into
+        // the target seen with the operand's dims (a keepdim reduction by the reduction's kernel).
+        auto seen = shaped::detail::unit_dim_view<Source::unit_axis, dims_of<decltype(source.operand())>>(target);
+        return assign_apart(seen, source.operand());
     } else if constexpr (detail::is_triangle<Source>) {
         return detail::triangle_into(target, source);
     } else if constexpr (detail::is_gather<Source>) {

@@ -54,6 +54,8 @@ template <class E, std::array<std::size_t, rank_of<E>> Perm, class Target>
 overlap overlap_of(const permute_node<E, Perm>& p, const alias_probe<Target>& probe);
 template <class E, bool Upper, class Target>
 overlap overlap_of(const triangle_node<E, Upper>& t, const alias_probe<Target>& probe);
+template <class E, std::size_t Axis, class NewDims, class Target>
+overlap overlap_of(const unit_dim_node<E, Axis, NewDims>& u, const alias_probe<Target>& probe);
 template <Expression E, class Target>
     requires(!Strided<E>)
 overlap overlap_of(const E&, const alias_probe<Target>&);
@@ -75,6 +77,8 @@ template <class Target, class Source>
         return overlap_of(source.operand(), probe) == overlap::unsafe;
     } else if constexpr (is_reduce<Source>) {  // a reduction may not
         return !apart(source.operand());
+    } else if constexpr (is_unit_dim<Source> && !Viewable<Source>) {  // the operand is written into the target
+        return must_evaluate_aside(target, source.operand());
     } else {
         return overlap_of(source, probe) == overlap::unsafe;
     }
@@ -130,6 +134,11 @@ overlap overlap_of(const permute_node<E, Perm>& p, const alias_probe<Target>& pr
 template <class E, bool Upper, class Target>
 overlap overlap_of(const triangle_node<E, Upper>& t, const alias_probe<Target>& probe) {
     return overlap_of(t.operand(), probe);
+}
+// A dim of extent 1 more or fewer: the operand's reads, laid out otherwise than the target.
+template <class E, std::size_t Axis, class NewDims, class Target>
+overlap overlap_of(const unit_dim_node<E, Axis, NewDims>& u, const alias_probe<Target>& probe) {
+    return overlap_of(u.operand(), probe) == overlap::none ? overlap::none : overlap::unsafe;
 }
 // matmul, softmax and reductions nested in a larger expression run into a temporary first.
 template <Expression E, class Target>

@@ -29,6 +29,11 @@ template <class Op, std::size_t Axis, class E>
 inline constexpr bool is_reduce<reduce_node<Op, Axis, E>> = true;
 
 template <class T>
+inline constexpr bool is_unit_dim = false;
+template <class E, std::size_t Axis, class NewDims>
+inline constexpr bool is_unit_dim<unit_dim_node<E, Axis, NewDims>> = true;
+
+template <class T>
 inline constexpr bool is_gather = false;
 template <class Table, class Ids>
 inline constexpr bool is_gather<gather_node<Table, Ids>> = true;

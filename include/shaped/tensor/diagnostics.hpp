@@ -19,6 +19,27 @@ struct reshape_not_adjacent : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::merge: " SHAPED_RULE_RESHAPE_NOT_ADJACENT);
 };
 
+// unsqueeze's new dim, then the tensor's dims.
+#define SHAPED_RULE_UNSQUEEZE_EXTENT "the new dim must have the static extent 1"
+template <class... Shown>
+struct unsqueeze_extent : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::unsqueeze: " SHAPED_RULE_UNSQUEEZE_EXTENT);
+};
+
+#define SHAPED_RULE_UNSQUEEZE_COLLISION "the new dim's name is already a dim of the tensor"
+template <class... Shown>
+struct unsqueeze_collision : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::unsqueeze: " SHAPED_RULE_UNSQUEEZE_COLLISION);
+};
+
+// The squeezed dim as the tensor has it, then the tensor's dims. (A dynamic extent is checked
+// when it is known: reshape.hpp.)
+#define SHAPED_RULE_SQUEEZE_EXTENT "only a dim of extent 1 can be squeezed"
+template <class... Shown>
+struct squeeze_extent : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::squeeze: " SHAPED_RULE_SQUEEZE_EXTENT);
+};
+
 // An assignment to a Tensor or View: the target's dims, then the expression's. (A Tensor's
 // constructor asserts the same rule in place: tensor.hpp.)
 template <class... Shown>

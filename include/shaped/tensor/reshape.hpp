@@ -1,8 +1,11 @@
 #pragma once
-// split and merge: the two reshapes attention needs, by name.
+// split and merge: the two reshapes attention needs, by name; and unsqueeze and squeeze, a dim
+// of extent 1 inserted or dropped.
 //
 //   split<C, NH, HS>(x)    (B, T, C)      -> (B, T, NH, HS)   as x.view(B, T, nh, hs)
 //   merge<NH, HS, C>(y)    (B, T, NH, HS) -> (B, T, C)        as y.view(B, T, C)
+//   unsqueeze<1, H>(x)     (B, T, C)      -> (B, H=1, T, C)   as x.unsqueeze(1)
+//   squeeze<H>(z)          (B, H=1, T, C) -> (B, T, C)        as z.squeeze(1)
 //
 // The new extents' product must equal the old extent: a compile error where every extent
 // involved is static, a shape_error at run time otherwise. Over a Tensor lvalue or a View the
@@ -12,6 +15,7 @@
 
 #include <shaped/tensor/tensor.hpp>
 #include <shaped/tensor/view.hpp>
+#include <shaped/tensor/view_of.hpp>
 
 #include <string>
 #include <type_traits>
@@ -22,6 +26,8 @@ namespace shaped {
 namespace op {
 struct split {};
 struct merge {};
+struct unsqueeze {};
+struct squeeze {};
 }  // namespace op
 
 namespace detail {
@@ -184,5 +190,121 @@ template <Dim D1, Dim D2, Dim D, Expression E>
 detail::merge_misfit_t<D1, D2, D, E> merge(E&&);
 template <Dim D1, Dim D2, Dim D, Failed E>
 failed merge(E&&);
+
+// ---- unsqueeze and squeeze ----------------------------------------------------------------------
+// The same elements with a dim of extent 1 more or fewer: over a Tensor lvalue or a View (or a
+// value being differentiated) a View of them, else a lazy node (expr/structure.hpp) that the
+// kernels evaluate straight into the target. Never a copy.
+
+namespace detail {
+// unsqueeze<P, D>: P a position as x.unsqueeze(p) takes it, 0 .. rank, or -1 (after the last dim)
+// down to -(rank + 1).
+template <int P, std::size_t Rank>
+inline constexpr bool position_in_range = axis_in_range<P, Rank + 1>;
+
+template <int P, Dim D, class List>
+consteval auto unsqueeze_misfit() {
+    if constexpr (!position_in_range<P, List::rank>) return std::type_identity<axis_diag<op::unsqueeze, P, List::rank>>{};
+    else if constexpr (!has_static_extent<D, 1>) return std::type_identity<diag::unsqueeze_extent<D, List>>{};
+    else if constexpr (count_named<D, List> != 0) return std::type_identity<diag::unsqueeze_collision<D, List>>{};
+    else return std::type_identity<void>{};
+}
+template <int P, Dim D, class E>
+using unsqueeze_misfit_t = typename decltype(unsqueeze_misfit<P, D, dims_of<E>>())::type;
+
+// squeeze of the dim at Axis of List (found by name or position before): its extent 1, or dynamic.
+template <std::size_t Axis, class List>
+inline constexpr bool squeezable = [] {
+    using D = dim_at<Axis, List>;
+    if constexpr (D::is_static) return D::extent == 1;
+    else return true;
+}();
+
+template <Dim D, class List>
+consteval auto squeeze_named_misfit() {
+    if constexpr (count_named<D, List> != 1) return std::type_identity<named_diag<op::squeeze, D, List>>{};
+    else if constexpr (!squeezable<index_named<D, List>, List>)
+        return std::type_identity<diag::squeeze_extent<dim_at<index_named<D, List>, List>, List>>{};
+    else return std::type_identity<void>{};
+}
+template <Dim D, class E>
+using squeeze_named_misfit_t = typename decltype(squeeze_named_misfit<D, dims_of<E>>())::type;
+
+template <int Axis, class List>
+consteval auto squeeze_misfit() {
+    if constexpr (!axis_in_range<Axis, List::rank>) return std::type_identity<axis_diag<op::squeeze, Axis, List::rank>>{};
+    else if constexpr (!squeezable<normalize_axis<Axis, List::rank>, List>)
+        return std::type_identity<diag::squeeze_extent<dim_at<normalize_axis<Axis, List::rank>, List>, List>>{};
+    else return std::type_identity<void>{};
+}
+template <int Axis, class E>
+using squeeze_misfit_t = typename decltype(squeeze_misfit<Axis, dims_of<E>>())::type;
+
+// x with a dim of extent 1 inserted at Axis or dropped from it, NewDims the result's dims.
+template <std::size_t Axis, class NewDims, class E>
+auto unit_dim(E&& x) {
+    if constexpr (reshape_as_view<E>) return rebased(x, unit_dim_view<Axis, NewDims>(x));
+    else return unit_dim_node<operand_t<E&&>, Axis, NewDims>(std::forward<E>(x));
+}
+
+// squeeze's run-time check, where the dim's extent is dynamic.
+template <std::size_t Axis, class E>
+void check_squeezed(const E& x) {
+    using D = dim_at<Axis, dims_of<E>>;
+    if constexpr (!D::is_static) {
+        const std::size_t extent = x.extents()[Axis];
+        if (extent != 1)
+            throw_rule("squeeze", SHAPED_RULE_SQUEEZE_EXTENT, message({message_part::dim_extent{D::name.view(), extent}}));
+    }
+}
+}  // namespace detail
+
+// Each operation has two overloads: the one that runs, and the one a misfit picks, only declared,
+// whose return type is the failed check (instantiated at the caller's line).
+
+// unsqueeze<P, D>(x): x with the dim D inserted before x's dim P (after the last for P = rank or
+// -1), as x.unsqueeze(p). D is new to x and has the static extent 1: unsqueeze<0, dim<"B", 1>>(x).
+template <int P, Dim D, Expression E>
+    requires std::is_void_v<detail::unsqueeze_misfit_t<P, D, E>>
+auto unsqueeze(E&& x) {
+    using List = dims_of<E>;
+    constexpr std::size_t axis = P < 0 ? static_cast<std::size_t>(static_cast<int>(List::rank) + 1 + P) : static_cast<std::size_t>(P);
+    using NewDims = concat_dims<slice_dims<0, axis, List>, dims<D>, slice_dims<axis, List::rank, List>>;
+    return detail::unit_dim<axis, NewDims>(std::forward<E>(x));
+}
+template <int P, Dim D, Expression E>
+    requires(!std::is_void_v<detail::unsqueeze_misfit_t<P, D, E>>)
+detail::unsqueeze_misfit_t<P, D, E> unsqueeze(E&&);
+template <int P, Dim D, Failed E>
+failed unsqueeze(E&&);
+
+// squeeze<D>(x), squeeze<Axis>(x): x without its dim of extent 1 named D (or at Axis), as
+// x.squeeze(dim). A static extent other than 1 does not compile; a dynamic one other than 1
+// throws shape_error.
+template <Dim D, Expression E>
+    requires std::is_void_v<detail::squeeze_named_misfit_t<D, E>>
+auto squeeze(E&& x) {
+    constexpr std::size_t axis = index_named<D, dims_of<E>>;
+    detail::check_squeezed<axis>(x);
+    return detail::unit_dim<axis, drop_at<axis, dims_of<E>>>(std::forward<E>(x));
+}
+template <Dim D, Expression E>
+    requires(!std::is_void_v<detail::squeeze_named_misfit_t<D, E>>)
+detail::squeeze_named_misfit_t<D, E> squeeze(E&&);
+template <Dim D, Failed E>
+failed squeeze(E&&);
+
+template <int Axis, Expression E>
+    requires std::is_void_v<detail::squeeze_misfit_t<Axis, E>>
+auto squeeze(E&& x) {
+    constexpr std::size_t axis = normalize_axis<Axis, rank_of<E>>;
+    detail::check_squeezed<axis>(x);
+    return detail::unit_dim<axis, drop_at<axis, dims_of<E>>>(std::forward<E>(x));
+}
+template <int Axis, Expression E>
+    requires(!std::is_void_v<detail::squeeze_misfit_t<Axis, E>>)
+detail::squeeze_misfit_t<Axis, E> squeeze(E&&);
+template <int Axis, Failed E>
+failed squeeze(E&&);
 
 }  // namespace shaped

@@ -176,6 +176,10 @@ template <class E, std::array<std::size_t, rank_of<E>> Perm>
 auto saved_node(const permute_node<E, Perm>& e, const tape* t) {
     return permute_node<decltype(saved(e.operand(), t)), Perm>(saved(e.operand(), t));
 }
+template <class E, std::size_t Axis, class NewDims>
+auto saved_node(const unit_dim_node<E, Axis, NewDims>& e, const tape* t) {
+    return unit_dim_node<decltype(saved(e.operand(), t)), Axis, NewDims>(saved(e.operand(), t));
+}
 template <class E, bool Upper>
 auto saved_node(const triangle_node<E, Upper>& e, const tape* t) {
     return triangle_node<decltype(saved(e.operand(), t)), Upper>(saved(e.operand(), t), e.diagonal());
@@ -472,6 +476,8 @@ template <class E, class NewDims, class G>
 void back_node(const rename_node<E, NewDims>& e, const G& g);
 template <class E, std::array<std::size_t, rank_of<E>> Perm, class G>
 void back_node(const permute_node<E, Perm>& e, const G& g);
+template <class E, std::size_t Axis, class NewDims, class G>
+void back_node(const unit_dim_node<E, Axis, NewDims>& e, const G& g);
 template <class E, bool Upper, class G>
 void back_node(const triangle_node<E, Upper>& e, const G& g);
 template <class L, class R, class G>
@@ -627,6 +633,13 @@ void back_node(const permute_node<E, Perm>& e, const G& g) {
         return inv;
     }();
     back(e.operand(), permute_node<const G&, inverse>(g));
+}
+// A dim of extent 1 inserted (unsqueeze, a keepdim reduction) or dropped (squeeze): the gradient,
+// seen without that dim or with it, is the operand's (a keepdim reduction's derivative is then
+// the plain reduction's).
+template <class E, std::size_t Axis, class NewDims, class G>
+void back_node(const unit_dim_node<E, Axis, NewDims>& e, const G& g) {
+    back(e.operand(), shaped::detail::unit_dim_view<Axis, dims_of<E>>(g));
 }
 template <class E, bool Upper, class G>
 void back_node(const triangle_node<E, Upper>& e, const G& g) {
