@@ -136,6 +136,32 @@ TEST_CASE("derivation: softmax, log_softmax, tril and reductions along a dim", "
         x);
 }
 
+TEST_CASE("derivation: keepdim reductions, unsqueeze and squeeze", "[train][derivation]") {
+    using U = dim<"U", 1>;
+    const auto x = random_input(14);
+    // A norm written by hand, each keepdim reduction, and a dim inserted and dropped, over a
+    // traced value (a View of it) and over expressions (lazy nodes).
+    const auto loss = [](const auto& m, const auto& x) {
+        const auto h = eval(x * m.w + m.v);                                                   // (B, T, C)
+        const auto normed = eval((h - mean<C, keepdim>(h)) / sqrt(var<-1, keepdim>(h) + 1e-5) * m.w);
+        const auto extremes = eval(h * max<T, keepdim>(h) - min<0, keepdim>(h) + sum<B, keepdim>(h * m.w) * 0.5);
+        const auto lifted = unsqueeze<1, U>(h);                                               // (B, U, T, C), a view of h
+        const auto node = unsqueeze<-1, U>(square(h) * m.w);                                  // (B, T, C, U), a node
+        return eval(total(normed * m.v) + total(extremes) * 0.1 + total(lifted * 0.3) +
+                    total(squeeze<U>(node) * m.v) + total(squeeze<-1>(sum<-1, keepdim>(h * m.v))));
+    };
+    check_gradients(loss, x);
+    // A dynamic dim: T as a run-time extent, its keepdim dim T(1).
+    Generator gen(15);
+    const auto xd = randn<double, B, dim<"T">, C>(gen, dim<"T">{3});
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);                                               // (B, T, C)
+            return eval(total(square(h - mean<dim<"T">, keepdim>(h)) * m.v) + total(unsqueeze<0, U>(h) * m.w));
+        },
+        xd);
+}
+
 TEST_CASE("derivation: causal_attention as an op, on the fused backward and off it", "[train][derivation]") {
     const auto x = random_input(12);
     check_gradients(
