@@ -25,6 +25,8 @@ int main() {
     auto b1 = shaped::split<H, shaped::dim<"A", 4>, shaped::dim<"Z", 4>>(bad);
     auto b2 = shaped::merge<T, H, shaped::dim<"M", 64>>(bad);
     auto b3 = shaped::sum<-1>(bad) + shaped::max<H>(bad) + shaped::softmax<-1>(bad) + shaped::log_softmax<H>(bad);
+    auto b10 = shaped::sum<-1, shaped::keepdim>(bad) + shaped::var<H, shaped::keepdim>(bad) +
+               shaped::squeeze<0>(shaped::unsqueeze<0, shaped::dim<"U", 1>>(bad)) + shaped::squeeze<B>(bad);
     auto b4 = shaped::concat<0>(bad, q);
     auto b5 = shaped::concat<T>(q, bad);
     auto b6 = shaped::exp(bad) + shaped::maximum(bad, 1.0f) + shaped::cast<double>(bad) + (-bad) + (!bad);
@@ -42,5 +44,5 @@ int main() {
     cache.append(bad, q);
     shaped::Tensor<float, B, T, T> t = bad;
     t = bad;
-    std::cout << bad << c1 << a1 << a2 << a3 << a4 << a5 << a6 << a7 << a8 << a9 << b1 << b2 << b3 << b4 << b5 << b6 << b7 << b8 << b9;
+    std::cout << bad << c1 << a1 << a2 << a3 << a4 << a5 << a6 << a7 << a8 << a9 << b1 << b2 << b3 << b4 << b5 << b6 << b7 << b8 << b9 << b10;
 }
