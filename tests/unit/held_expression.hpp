@@ -115,6 +115,7 @@ HELD_PRODUCER(masked_fill, shaped::masked_fill(in.x, in.y > 0.0f, -1.0f))
 HELD_PRODUCER(sum_by_name, shaped::sum<R>(in.x))
 HELD_PRODUCER(max_last, shaped::max<-1>(in.x))
 HELD_PRODUCER(var_by_name, shaped::var<R>(in.x))
+HELD_PRODUCER(mean_keepdim, (shaped::mean<R, shaped::keepdim>(in.x)))
 HELD_PRODUCER(softmax, shaped::softmax<-1>(in.x))
 HELD_PRODUCER(log_softmax_by_name, shaped::log_softmax<R>(in.x))
 HELD_PRODUCER(layer_norm, shaped::layer_norm(in.x, in.gamma, in.beta))
@@ -134,6 +135,7 @@ HELD_PRODUCER(attention_pattern,
                                                                      -std::numeric_limits<float>::infinity())),
                              in.v))
 HELD_PRODUCER(split_view, (shaped::split<S, shaped::dim<"H", 2>, shaped::dim<"W", 2>>(in.x)))
+HELD_PRODUCER(unsqueeze_node, (shaped::unsqueeze<1, shaped::dim<"U", 1>>(in.x + in.y)))
 HELD_PRODUCER(concat, (shaped::concat<R>(in.x, in.y)))
 // Square with one dim name twice, so that the transposed node also converts to a Tensor of its
 // operand's type: the case in which a held node once dangled instead of failing to compile. Its
@@ -156,10 +158,10 @@ struct attention_in_pieces {
 // gelu, sum, max and var) share one node template and kernel path, so a few of each stand for
 // the rest and keep the sweep's compile time in bounds.
 using producers = std::tuple<tensor, view, slice_view, add, multiply, scalar_divide, where_compare, exp, gelu, maximum,
-                             cast_double, masked_fill, sum_by_name, max_last, var_by_name, softmax,
+                             cast_double, masked_fill, sum_by_name, max_last, var_by_name, mean_keepdim, softmax,
                              log_softmax_by_name, layer_norm, rms_norm, tril, mT, transpose_by_name,
                              permute_by_position, rename, matmul, matmul_scaled, matmul_biased, causal_attention,
-                             attention_pattern, attention_in_pieces, split_view, concat>;
+                             attention_pattern, attention_in_pieces, split_view, unsqueeze_node, concat>;
 
 // ---- the sweep ------------------------------------------------------------------------------
 
