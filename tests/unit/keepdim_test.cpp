@@ -104,6 +104,10 @@ TEST_CASE("keepdim: a kept dim broadcasts against its operand by name", "[reduce
     auto by_t = shaped::eval(x - shaped::mean<1, keepdim>(x));
     STATIC_REQUIRE(std::is_same_v<shaped::dims_of<decltype(by_t)>, shaped::dims<Bs, Td, Cs>>);
     ref::require_close(ref::values(by_t), centred(xv, split_at(x.extents(), 1)), 1e-12);
+    // In place: the kept mean is read before the target is written.
+    auto in_place = shaped::eval(x);
+    in_place = in_place - shaped::mean<Cs, keepdim>(in_place);
+    ref::require_close(ref::values(in_place), centred(xv, split_at(x.extents(), 2)), 1e-12);
     // Into a declared Tensor, and into a strided target (the kept dims transposed).
     shaped::Tensor<double, Bs, shaped::dim<"T", 1>, Cs> kept;
     kept = shaped::sum<Td, keepdim>(x);
