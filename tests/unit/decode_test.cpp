@@ -1,4 +1,4 @@
-// The cached decode path: KVCache on its own, then Head and MultiHeadAttention, whose full
+// The cached decode path: KVCache on its own, then Head, MultiHeadAttention and a layer of the user's, whose full
 // causal forward is checked against naive loops and whose cached decoding is checked against
 // the full forward over the same prefix, at every step, over random weights, lengths up to the
 // capacity, chunkings and ragged batches.
@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -52,8 +53,8 @@ std::vector<double> linear(const std::vector<double>& x, std::size_t rows, std::
 // their offsets; the result (t x width) goes to out with the same stride and out_offset.
 void causal_attention(const std::vector<double>& qkv, std::size_t t, std::size_t width, std::size_t stride,
                       std::size_t q_at, std::size_t k_at, std::size_t v_at, std::vector<double>& out,
-                      std::size_t out_stride, std::size_t out_at) {
-    const double scale = 1.0 / std::sqrt(static_cast<double>(width));
+                      std::size_t out_stride, std::size_t out_at, double scale = 0) {
+    if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(width));   // the default, HS^-0.5
     for (std::size_t i = 0; i < t; ++i) {
         std::vector<double> w(i + 1);
         double max = -INFINITY;
@@ -97,8 +98,10 @@ std::vector<double> naive_head(const HeadLayer& head, const std::vector<double>&
 }
 
 // nanoGPT's CausalSelfAttention over x (batch x t x C): qkv, heads, attention, output projection.
-std::vector<double> naive_multi_head(const MultiHead& mha, const std::vector<double>& x, std::size_t batch,
-                                     std::size_t t) {
+// A layer with nanoGPT's parameters (c_attn, c_proj); scale 0 is HS^-0.5.
+template <class Layer>
+std::vector<double> naive_multi_head(const Layer& mha, const std::vector<double>& x, std::size_t batch, std::size_t t,
+                                     double scale = 0) {
     const std::size_t c = C::extent, hs = HS::extent;
     std::vector<double> out(batch * t * c);
     for (std::size_t b = 0; b < batch; ++b) {
@@ -106,7 +109,7 @@ std::vector<double> naive_multi_head(const MultiHead& mha, const std::vector<dou
         const auto qkv = linear(xb, t, c, ref::values(mha.c_attn.weight), 3 * c, ref::values(mha.c_attn.bias));
         std::vector<double> y(t * c);
         for (std::size_t h = 0; h < NH::extent; ++h)
-            causal_attention(qkv, t, hs, 3 * c, h * hs, c + h * hs, 2 * c + h * hs, y, c, h * hs);
+            causal_attention(qkv, t, hs, 3 * c, h * hs, c + h * hs, 2 * c + h * hs, y, c, h * hs, scale);
         const auto o = linear(y, t, c, ref::values(mha.c_proj.weight), c, ref::values(mha.c_proj.bias));
         std::copy(o.begin(), o.end(), out.begin() + b * t * c);
     }
@@ -477,4 +480,58 @@ TEST_CASE("MultiHeadAttention: a long context, chunk by chunk, against the naive
                 for (std::size_t c = 0; c < 12; ++c) got[(b * 160 + pos + i) * 12 + c] = out(b, i, c);
     }
     ref::require_close(got, want, tolerance);
+}
+
+// ---- a layer of the user's, through nn::causal_layer -----------------------------------------------
+
+namespace {
+// nanoGPT's attention as a user writes it from the guide, scaled as muP scales attention, by
+// 1 / HS instead of HS^-0.5: its calls are nn::causal_layer's, its routine the library's.
+struct MuPAttention : shaped::nn::causal_layer<MuPAttention> {
+    using value_type = float;
+    using channel_dim = C;
+    using heads_dim = NH;
+    using head_size_dim = HS;
+    using merged_dim = C;
+    using fused_dim = MultiHead::fused_dim;
+
+    explicit MuPAttention(shaped::Generator& gen) : c_attn(gen), c_proj(gen) {}
+    BOOST_HANA_DEFINE_STRUCT(MuPAttention,
+        (shaped::nn::Linear<C, fused_dim>, c_attn),
+        (shaped::nn::Linear<C, C>, c_proj));
+
+    float scale() const { return 1.0f / HS::extent; }
+    template <class X>
+    auto project(const X& x) const { return eval(c_attn(x)); }
+    // The heads as nn::MultiHeadAttention views them, borrowed: only the scale is this layer's.
+    template <class QKV>
+    static auto heads(QKV& qkv) { return MultiHead::heads(qkv); }
+    shaped::nn::no_position_encoding encode_positions;
+    template <class M>
+    static auto heads_of(M& merged) { return MultiHead::heads_of(merged); }
+    template <class M>
+    auto project_out(const M& merged) const { return eval(c_proj(merged)); }
+};
+}  // namespace
+
+TEST_CASE("a user's layer: its own scale, the full forward against the naive one", "[decode][user]") {
+    shaped::Generator gen(11);
+    const MuPAttention layer(gen);
+    const auto x = shaped::randn<float, B, T, C>(gen, T{9});
+    const auto got = layer(x);
+    ref::require_close(ref::values(got), naive_multi_head(layer, ref::values(x), 2, 9, 1.0 / HS::extent), tolerance);
+    // The scale is the layer's: the default's numbers are not these.
+    const auto plain = naive_multi_head(layer, ref::values(x), 2, 9);
+    double apart = 0;
+    for (std::size_t i = 0; i < plain.size(); ++i) apart = std::max(apart, std::abs(plain[i] - ref::values(got)[i]));
+    REQUIRE(apart > 1e-3);
+}
+
+TEST_CASE("a user's layer decodes with a KVCache as its full forward runs", "[decode][user]") {
+    for (std::uint64_t seed = 500; seed < 506; ++seed) {
+        shaped::Generator gen(seed);
+        const MuPAttention layer(gen);
+        decode_in_random_chunks<MuPAttention, MultiHeadCache>(layer, seed);
+        decode_ragged<MuPAttention, MultiHeadCache>(layer, seed);
+    }
 }

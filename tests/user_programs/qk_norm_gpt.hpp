@@ -17,8 +17,10 @@
 
 // nanoGPT's CausalSelfAttention, with q_norm and k_norm.
 template <shaped::StaticDim C, shaped::StaticDim NH, shaped::StaticDim HS, class T = float>
-struct QKNormAttention {
+struct QKNormAttention : shaped::nn::causal_layer<QKNormAttention<C, NH, HS, T>> {
     using value_type = T;
+    using channel_dim = C;
+    using heads_dim = NH;
     using head_size_dim = HS;
     using merged_dim = C;
     using fused_dim = shaped::dim<"QKV", 3 * C::extent>;
@@ -26,8 +28,6 @@ struct QKNormAttention {
 
     QKNormAttention() = default;
     explicit QKNormAttention(shaped::Generator& gen) : c_attn(gen), c_proj(gen), q_norm(gen), k_norm(gen) {}
-    template <class X>
-    auto operator()(const X& x) const { return shaped::nn::causal_self_attention(*this, x); }
 
     BOOST_HANA_DEFINE_STRUCT(QKNormAttention,
         (shaped::nn::Linear<C, fused_dim, true, T>, c_attn),

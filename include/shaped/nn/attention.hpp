@@ -23,11 +23,11 @@
 //
 // Both ways give the same numbers for the same positions: attention is the only layer that
 // mixes positions, and a position sees the same keys and values either way. Both run the one
-// routine of nn/causal_self_attention.hpp; each layer only names where its q, k and v come from
-// and where its result goes. The element type is the last parameter (float by default; double
+// routine of nn/causal_self_attention.hpp, called by nn::causal_layer's checked call operators;
+// each layer only names where its q, k and v come from and where its result goes. The element type is the last parameter (float by default; double
 // for reference computations).
 
-#include <shaped/nn/causal_self_attention.hpp>
+#include <shaped/nn/causal_layer.hpp>
 #include <shaped/nn/linear.hpp>
 
 #include <optional>
@@ -38,48 +38,13 @@
 namespace shaped::nn {
 
 namespace detail {
-template <class C>
-inline constexpr bool is_kv_cache = false;
-template <class T, Dim... Ds>
-    requires cache_layout<Ds...>
-inline constexpr bool is_kv_cache<KVCache<T, Ds...>> = true;
-template <class T, Dim... Ds>
-    requires cache_layout<Ds...>
-inline constexpr bool is_kv_cache<RingKVCache<T, Ds...>> = true;
-
-// A layer with a sliding window of W decodes with a ring of W positions, and only such a layer
-// with a ring.
-template <class Layer, class Cache>
-inline constexpr bool cache_fits_window = [] {
-    if constexpr (windowed_layer<Layer>)
-        return is_ring_kv_cache<Cache> && Cache::capacity == layer_window_t<Layer>::size;
-    else
-        return !is_ring_kv_cache<Cache>;
-}();
-
-// The diagnostic of an attention layer's call (Op is the layer) whose input x is not
-// (B, T, C), or whose cache (void for the full forward) does not fit the layer or the input;
-// void when the call fits. Heads are the cache's heads dims (none for a single head).
-template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
-consteval auto attention_misfit();
-template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
-using attention_misfit_t = typename decltype(attention_misfit<Op, C, X, Cache, HS, Heads...>())::type;
-
-// Whether a layer's own dims keep its class's rules; a layer that breaks one was reported with
-// its type, and its calls are silent. Specialised by the layers that have such rules.
-template <class Layer>
-inline constexpr bool layer_keeps_rules = true;
-
 // NH heads of size HS share the C channels: NH x HS must be C.
 template <Dim C, Dim NH, Dim HS>
 inline constexpr bool heads_fill_channels = NH::extent * HS::extent == C::extent;
 }  // namespace detail
 
-template <class C>
-concept KeyValueCache = detail::is_kv_cache<std::remove_cvref_t<C>>;
-
 template <StaticDim C, StaticDim H, class T = float>
-class Head {
+class Head : public causal_layer<Head<C, H, T>> {
 public:
     using value_type = T;
     using channel_dim = C;
@@ -93,35 +58,6 @@ public:
     // PyTorch's initialisation, drawn for key, query and value in that order, as the chapter.
     explicit Head(Generator& gen) : key(gen), query(gen), value(gen) {}
 
-    // The full causal forward: x (B, T, C) -> (B, T, H).
-    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
-    // instantiates it at the caller's line, with no frame of ours around it.
-    template <Expression X>
-        requires std::is_void_v<detail::attention_misfit_t<Head, C, X, void, H>>
-    auto operator()(const X& x) const {
-        return causal_self_attention(*this, x);
-    }
-    template <Expression X>
-        requires(!std::is_void_v<detail::attention_misfit_t<Head, C, X, void, H>>)
-    detail::attention_misfit_t<Head, C, X, void, H> operator()(const X&) const;
-
-    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, H). With
-    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
-    template <Expression X, KeyValueCache Cache>
-        requires std::is_void_v<detail::attention_misfit_t<Head, C, X, Cache, H>>
-    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        return causal_self_attention(*this, x, cache, counts);
-    }
-    template <Expression X, KeyValueCache Cache>
-        requires(!std::is_void_v<detail::attention_misfit_t<Head, C, X, Cache, H>>)
-    detail::attention_misfit_t<Head, C, X, Cache, H> operator()(const X&, Cache&,
-                                                                   std::optional<typename Cache::lengths_type> = std::nullopt) const;
-
-    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
-    // second error.
-    template <class... Args>
-        requires any_failed<Args...>
-    failed operator()(Args&&...) const;
 
     // The projections, named as the chapter's Head names them: "key.weight", "query.weight",
     // "value.weight".
@@ -155,7 +91,7 @@ inline constexpr bool layer_keeps_rules<MultiHeadAttention<C, NH, HS, Bias, T>> 
 }  // namespace detail
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T>
-class MultiHeadAttention {
+class MultiHeadAttention : public causal_layer<MultiHeadAttention<C, NH, HS, Bias, T>> {
     static_assert(detail::heads_fill_channels<C, NH, HS>,
                   "shaped::nn::MultiHeadAttention: " SHAPED_RULE_HEADS_FILL_CHANNELS);
 
@@ -177,35 +113,6 @@ public:
     // PyTorch's initialisation, drawn for c_attn, then c_proj.
     explicit MultiHeadAttention(Generator& gen) : c_attn(gen), c_proj(gen) {}
 
-    // The full causal forward: x (B, T, C) -> (B, T, C).
-    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
-    // instantiates it at the caller's line, with no frame of ours around it.
-    template <Expression X>
-        requires std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, void, HS, NH>>
-    auto operator()(const X& x) const {
-        return causal_self_attention(*this, x);
-    }
-    template <Expression X>
-        requires(!std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, void, HS, NH>>)
-    detail::attention_misfit_t<MultiHeadAttention, C, X, void, HS, NH> operator()(const X&) const;
-
-    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
-    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
-    template <Expression X, KeyValueCache Cache>
-        requires std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, Cache, HS, NH>>
-    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        return causal_self_attention(*this, x, cache, counts);
-    }
-    template <Expression X, KeyValueCache Cache>
-        requires(!std::is_void_v<detail::attention_misfit_t<MultiHeadAttention, C, X, Cache, HS, NH>>)
-    detail::attention_misfit_t<MultiHeadAttention, C, X, Cache, HS, NH> operator()(
-        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
-
-    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
-    // second error.
-    template <class... Args>
-        requires any_failed<Args...>
-    failed operator()(Args&&...) const;
 
     // The projections, named as nanoGPT's CausalSelfAttention names them: "c_attn.weight",
     // "c_attn.bias", "c_proj.weight", "c_proj.bias" (the biases only with Bias).
@@ -233,40 +140,5 @@ public:
     template <class M>
     auto project_out(const M& merged) const { return eval(c_proj(merged)); }
 };
-
-// ---- implementation ------------------------------------------------------------------------
-
-namespace detail {
-
-template <class Op, Dim C, class X, class Cache, Dim HS, Dim... Heads>
-consteval auto attention_misfit() {
-    // A layer that breaks its rules was reported with its type, and an input or cache that is no
-    // expression or cache (a failed one) picks no overload of these: silent here.
-    if constexpr (!layer_keeps_rules<Op> || !Expression<X> || (!std::is_void_v<Cache> && !KeyValueCache<Cache>)) {
-        return std::type_identity<failed>{};
-    } else if constexpr (rank_of<X> != 3 || !can_meet<dim_at<2, dims_of<X>>, C>) {
-        return std::type_identity<diag::layer_input<Op, C, dims_of<X>>>{};
-    } else if constexpr (std::is_void_v<Cache>) {
-        return std::type_identity<void>{};
-    } else {
-        using CD = typename Cache::dims_type;
-        using XB = dim_at<0, dims_of<X>>;
-        using heads = diag::attention_cache_heads<Op, dims<Heads...>, CD>;
-        if constexpr (CD::rank != 3 + sizeof...(Heads))
-            return std::type_identity<heads>{};
-        else if constexpr (!(can_meet<Heads, dim_at<1, CD>> && ...))
-            return std::type_identity<heads>{};
-        else if constexpr (!can_meet<HS, dim_at<CD::rank - 1, CD>>)
-            return std::type_identity<diag::attention_cache_head_size<Op, HS, dim_at<CD::rank - 1, CD>>>{};
-        else if constexpr (!can_meet<XB, dim_at<0, CD>>)
-            return std::type_identity<diag::attention_cache_batch<Op, XB, dim_at<0, CD>>>{};
-        else if constexpr (!cache_fits_window<Op, Cache>)
-            return std::type_identity<diag::attention_cache_window<Op, layer_window_t<Op>, Cache>>{};
-        else
-            return std::type_identity<void>{};
-    }
-}
-
-}  // namespace detail
 
 }  // namespace shaped::nn

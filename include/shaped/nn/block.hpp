@@ -28,7 +28,7 @@ inline constexpr bool layer_keeps_rules<Block<C, NH, HS, Bias, T, Activation>> =
 }  // namespace detail
 
 template <StaticDim C, StaticDim NH, StaticDim HS, bool Bias, class T, class Activation>
-class Block {
+class Block : public causal_layer<Block<C, NH, HS, Bias, T, Activation>> {
 public:
     using value_type = T;
     using channel_dim = C;
@@ -45,41 +45,23 @@ public:
     // PyTorch's initialisation, for ln_1, attn, ln_2 and mlp in that order.
     explicit Block(Generator& gen) : ln_1(gen), attn(gen), ln_2(gen), mlp(gen) {}
 
-    // The full causal forward: x (B, T, C) -> (B, T, C).
-    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
-    // instantiates it at the caller's line, with no frame of ours around it.
-    template <Expression X>
-        requires std::is_void_v<detail::attention_misfit_t<Block, C, X, void, HS, NH>>
-    auto operator()(const X& x) const {
+    // What the block's calls (nn::causal_layer's, checked first) run. The full causal forward:
+    // x (B, T, C) -> (B, T, C).
+    template <class X>
+    auto forward(const X& x) const {
         auto out = attn(ln_1(x));
         residual(out, x);
         return out;
     }
-    template <Expression X>
-        requires(!std::is_void_v<detail::attention_misfit_t<Block, C, X, void, HS, NH>>)
-    detail::attention_misfit_t<Block, C, X, void, HS, NH> operator()(const X&) const;
-
-    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
-    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x; the
-    // output at its padding positions is 0.
-    template <Expression X, KeyValueCache Cache>
-        requires std::is_void_v<detail::attention_misfit_t<Block, C, X, Cache, HS, NH>>
-    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
+    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C); a ragged
+    // batch's padding positions are 0.
+    template <class X, class Cache>
+    auto forward(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts) const {
         auto out = attn(ln_1(x), cache, counts);
         residual(out, x);
         if (counts) detail::zero_padding(out, *counts);
         return out;
     }
-    template <Expression X, KeyValueCache Cache>
-        requires(!std::is_void_v<detail::attention_misfit_t<Block, C, X, Cache, HS, NH>>)
-    detail::attention_misfit_t<Block, C, X, Cache, HS, NH> operator()(
-        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
-
-    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
-    // second error.
-    template <class... Args>
-        requires any_failed<Args...>
-    failed operator()(Args&&...) const;
 
     // The sub-layers, named as nanoGPT's Block names them: "ln_1.weight", "attn.c_attn.weight", ...,
     // "mlp.c_proj.bias".

@@ -6,7 +6,7 @@
 //   2. position   the layer's position encoding of q and k (in place, or returned and written
 //                 back, so that decoding caches the encoded keys)
 //   3. cache      decoding only: k and v appended to the cache
-//   4. attend     softmax(q k^T * HS^-0.5, causal) v, written straight into the merged layout
+//   4. attend     softmax(q k^T * scale, causal) v, written straight into the merged layout
 //                 (B, T, [NH x] HS): the heads side by side, with no copy to merge them. With
 //                 grouped heads, each group of query heads reads its key/value head in place.
 //   5. project    the layer's output projection of the merged heads, or the heads themselves
@@ -33,7 +33,15 @@
 //   window_type                                optional: shaped::window<W>, a sliding window
 //                                              that step 4 masks by, forward and decoding, and
 //                                              decoding with a RingKVCache of W positions
+//   scale()                                    optional: the factor of q @ k^T, a value_type
+//                                              (HS^-0.5 without it)
+//
+// What heads and heads_of give is checked by name against x (B, T, C): (B, NH, T, HS) with
+// heads_dim, keys and values (B, NKV, T, HS) with kv_heads_dim, (B, T, HS) for one head. So a
+// layer that swaps NH and T, or forgets to split its channels into heads, is one compile error
+// naming the part and both dim lists, not attention across the wrong dim.
 
+#include <shaped/nn/differentiated.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/ring_kv_cache.hpp>
 
@@ -43,6 +51,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -85,6 +94,96 @@ template <std::size_t W>
 inline constexpr bool is_window<window<W>> = true;
 template <class Layer>
 concept windowed_layer = is_window<layer_window_t<Layer>>;
+
+// The factor a layer's scores are scaled by: its own scale(), or HS^-0.5.
+template <class Layer>
+typename Layer::value_type scale_of(const Layer& layer) {
+    if constexpr (requires { layer.scale(); }) return layer.scale();
+    else return attention_scale<typename Layer::head_size_dim, typename Layer::value_type>;
+}
+
+// The dims the routine expects of a layer's heads, by name: (B, heads..., T, HS), heads the
+// layer's heads_dim (queries) or kv_heads_dim (keys and values), none for a single head.
+template <class Layer>
+struct query_heads_of {
+    using type = dims<>;
+};
+template <class Layer>
+    requires requires { typename Layer::heads_dim; }
+struct query_heads_of<Layer> {
+    using type = dims<typename Layer::heads_dim>;
+};
+template <class Layer>
+struct kv_heads_of : query_heads_of<Layer> {};
+template <class Layer>
+    requires requires { typename Layer::kv_heads_dim; }
+struct kv_heads_of<Layer> {
+    using type = dims<typename Layer::kv_heads_dim>;
+};
+template <Dim B, class Heads, Dim T, Dim HS>
+struct heads_layout;
+template <Dim B, Dim... Heads, Dim T, Dim HS>
+struct heads_layout<B, dims<Heads...>, T, HS> {
+    using type = dims<B, Heads..., T, HS>;
+};
+
+// Whether two dim lists meet dim by dim (names equal, extents not provably different).
+template <class Expected, class Got>
+inline constexpr bool dims_meet = false;
+template <Dim... E, Dim... G>
+    requires(sizeof...(E) == sizeof...(G))
+inline constexpr bool dims_meet<dims<E...>, dims<G...>> = (can_meet<E, G> && ...);
+
+// The first of the parts that does not meet its expected dims, as a diagnostic; void if all do.
+template <class Layer, class Part, class Expected, class Got, class... Rest>
+consteval auto first_misfit_part() {
+    if constexpr (!dims_meet<Expected, Got>)
+        return std::type_identity<diag::attention_heads<Layer, Part, Expected, Got>>{};
+    else if constexpr (sizeof...(Rest) == 0)
+        return std::type_identity<void>{};
+    else
+        return first_misfit_part<Layer, Rest...>();
+}
+
+// The diagnostic of what a layer hands the routine for an input x (B, T, C): its heads by name,
+// then its scale's type; void when both fit.
+template <class Layer, class X>
+consteval auto self_attention_misfit() {
+    if constexpr (!Expression<X> || rank_of<X> != 3) {
+        return std::type_identity<void>{};   // the layer's input check names this
+    } else {
+        using Value = typename Layer::value_type;
+        using B = dim_at<0, dims_of<X>>;
+        using T = dim_at<1, dims_of<X>>;
+        using HS = typename Layer::head_size_dim;
+        using queries = typename heads_layout<B, typename query_heads_of<Layer>::type, T, HS>::type;
+        using keys = typename heads_layout<B, typename kv_heads_of<Layer>::type, T, HS>::type;
+        using projected = decltype(std::declval<const Layer&>().project(std::declval<const X&>()));
+        using heads = decltype(Layer::heads(std::declval<projected&>()));
+        using merged = Tensor<Value, B, T, typename Layer::merged_dim>;
+        using merged_heads = decltype(Layer::heads_of(std::declval<merged&>()));
+        using got_q = dims_of<std::remove_cvref_t<std::tuple_element_t<0, heads>>>;
+        using got_k = dims_of<std::remove_cvref_t<std::tuple_element_t<1, heads>>>;
+        using got_v = dims_of<std::remove_cvref_t<std::tuple_element_t<2, heads>>>;
+        using got_merged = dims_of<std::remove_cvref_t<merged_heads>>;
+        using parts = decltype(first_misfit_part<Layer, diag::heads_part::queries, queries, got_q,
+                                                 diag::heads_part::keys, keys, got_k, diag::heads_part::values, keys,
+                                                 got_v, diag::heads_part::merged, queries, got_merged>());
+        if constexpr (!std::is_void_v<typename parts::type>)
+            return parts{};
+        else if constexpr (requires(const Layer& layer) { layer.scale(); }) {
+            using scale = std::remove_cvref_t<decltype(std::declval<const Layer&>().scale())>;
+            if constexpr (!std::is_same_v<scale, Value>)
+                return std::type_identity<diag::attention_scale_type<Layer, Value, scale>>{};
+            else
+                return std::type_identity<void>{};
+        } else {
+            return std::type_identity<void>{};
+        }
+    }
+}
+template <class Layer, class X>
+using self_attention_misfit_t = typename decltype(self_attention_misfit<Layer, X>())::type;
 
 // Every batch row starting at position 0, as the full forward's rows do: inline for a static
 // batch dim (a small forward allocates nothing for it).
@@ -159,27 +258,33 @@ void zero_padding(Out& out, const std::array<std::size_t, Batch>& counts);
 }  // namespace detail
 
 // The full causal forward: x (B, T, C) -> (B, T, merged or projected).
+// A layer whose heads or scale misfit picks the overload only declared, whose return type is the
+// failed check (instantiated at the caller's line).
 template <class Layer, class X>
+    requires std::is_void_v<detail::self_attention_misfit_t<Layer, X>>
 auto causal_self_attention(const Layer& layer, const X& x) {
-    using T = typename Layer::value_type;
     const auto starts = detail::first_positions<dim_at<0, dims_of<X>>>(x.extents()[0]);
-    return detail::run_self_attention(layer, x, starts, [](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
-        detail::attend_heads<Layer>(heads_out, q, k, v, attention_scale<typename Layer::head_size_dim, T>);
+    const auto scale = detail::scale_of(layer);
+    return detail::run_self_attention(layer, x, starts, [scale](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
+        detail::attend_heads<Layer>(heads_out, q, k, v, scale);
     });
 }
+template <class Layer, class X>
+    requires(!std::is_void_v<detail::self_attention_misfit_t<Layer, X>>)
+detail::self_attention_misfit_t<Layer, X> causal_self_attention(const Layer&, const X&);
 
 // Decoding: x (B, n, C) holds the next n positions of every batch row; their keys and values are
 // appended to the cache, and each new query attends over its row's positions up to itself. With
 // counts (a ragged batch), batch row b takes only its first counts[b] positions; the output at
 // its padding positions is 0.
 template <class Layer, class X, class Cache>
+    requires std::is_void_v<detail::self_attention_misfit_t<Layer, X>>
 auto causal_self_attention(const Layer& layer, const X& x, Cache& cache,
                            std::optional<typename Cache::lengths_type> counts) {
-    using T = typename Layer::value_type;
     if (!counts) counts.emplace().fill(x.extents()[1]);
     const auto starts = cache.lengths();
+    const auto scale = detail::scale_of(layer);
     auto out = detail::run_self_attention(layer, x, starts, [&](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
-        const T scale = attention_scale<typename Layer::head_size_dim, T>;
         if constexpr (detail::is_ring_kv_cache<Cache>) {
             detail::ring_attention_into<Layer>(heads_out, q, k, v, cache, *counts, scale);
         } else {
@@ -190,6 +295,10 @@ auto causal_self_attention(const Layer& layer, const X& x, Cache& cache,
     detail::zero_padding(out, *counts);
     return out;
 }
+template <class Layer, class X, class Cache>
+    requires(!std::is_void_v<detail::self_attention_misfit_t<Layer, X>>)
+detail::self_attention_misfit_t<Layer, X> causal_self_attention(const Layer&, const X&, Cache&,
+                                                                 std::optional<typename Cache::lengths_type>);
 
 // ---- implementation ------------------------------------------------------------------------
 
@@ -202,15 +311,13 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
     using M = typename Layer::merged_dim;
     auto projected = layer.project(x);
     const auto [q, k, v] = Layer::heads(projected);
-    if constexpr (!std::remove_cvref_t<decltype(eval(x))>::owns_storage) {
+    if constexpr (differentiated<X>) {
         // x is being differentiated (it evaluates to a value on a tape, train/traced.hpp): the
         // positions' encoding and the heads' attention are recorded operations, the second's
         // value the merged heads, found by argument-dependent lookup (train/attention.hpp). Only
         // the full forward is differentiated.
-        using Value = typename Layer::value_type;
         const auto [encoded_q, encoded_k] = encoded_positions(layer, q, k, starts);
-        return layer.project_out(
-            attended_heads<Layer>(encoded_q, encoded_k, v, attention_scale<typename Layer::head_size_dim, Value>, x));
+        return layer.project_out(attended_heads<Layer>(encoded_q, encoded_k, v, scale_of(layer), x));
     } else {
         encode_positions_in_place(layer, q, k, starts);
         Tensor<typename Layer::value_type, B, T, M> merged{Shape<B, T, M>({x.extents()[0], x.extents()[1], M::extent})};

@@ -65,6 +65,30 @@ struct attention_cache_window : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_CACHE_WINDOW);
 };
 
+// What a layer hands the attention routine, checked by name: the layer, which part (one of
+// heads_part), the dims the routine expects there, and the dims the layer gave.
+#define SHAPED_RULE_ATTENTION_HEADS                                                                 \
+    "the layer's heads do not meet the routine's dims: heads(project(x)) gives q, k and v, "        \
+    "heads_of(merged) the merged heads, each (B, NH, T, HS) with heads_dim, keys and values "       \
+    "(B, NKV, T, HS) with kv_heads_dim, (B, T, HS) for a layer of one head (no heads_dim)"
+template <class... Shown>
+struct attention_heads : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_HEADS);
+};
+namespace heads_part {
+struct queries;
+struct keys;
+struct values;
+struct merged;
+}  // namespace heads_part
+
+// A layer's own scale() (the factor of its scores): the layer, its value_type, what scale() returns.
+#define SHAPED_RULE_ATTENTION_SCALE_TYPE "a layer's scale() returns its value_type, the factor of q @ k^T"
+template <class... Shown>
+struct attention_scale_type : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_SCALE_TYPE);
+};
+
 // Asserted in GroupedQueryAttention's class, with the window type in the condition.
 #define SHAPED_RULE_LAYER_WINDOW "a layer's Window is shaped::window<W> (a sliding window of W) or nn::no_window"
 

@@ -58,7 +58,7 @@ struct grouped_query_cache<window<W>, T, B, NKV, S, HS> {
 }  // namespace detail
 
 template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window>
-class GroupedQueryAttention {
+class GroupedQueryAttention : public causal_layer<GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>> {
     static_assert(detail::query_heads_group<NH, NKV>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_QUERY_GROUPS);
     static_assert(detail::window_or_none<Window>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_LAYER_WINDOW);
 
@@ -86,36 +86,6 @@ public:
     // PyTorch's initialisation, drawn for wq, wk, wv, wo in that order.
     explicit GroupedQueryAttention(Generator& gen, Position position = {})
         : wq(gen), wk(gen), wv(gen), wo(gen), position_(position) {}
-
-    // The full causal forward: x (B, T, C) -> (B, T, C).
-    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
-    // instantiates it at the caller's line, with no frame of ours around it.
-    template <Expression X>
-        requires std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, void, HS, NKV>>
-    auto operator()(const X& x) const {
-        return causal_self_attention(*this, x);
-    }
-    template <Expression X>
-        requires(!std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, void, HS, NKV>>)
-    detail::attention_misfit_t<GroupedQueryAttention, C, X, void, HS, NKV> operator()(const X&) const;
-
-    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
-    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x.
-    template <Expression X, KeyValueCache Cache>
-        requires std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, Cache, HS, NKV>>
-    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
-        return causal_self_attention(*this, x, cache, counts);
-    }
-    template <Expression X, KeyValueCache Cache>
-        requires(!std::is_void_v<detail::attention_misfit_t<GroupedQueryAttention, C, X, Cache, HS, NKV>>)
-    detail::attention_misfit_t<GroupedQueryAttention, C, X, Cache, HS, NKV> operator()(
-        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
-
-    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
-    // second error.
-    template <class... Args>
-        requires any_failed<Args...>
-    failed operator()(Args&&...) const;
 
     // The encoding of positions, and its settings (a rotary's theta).
     const Position& position() const { return position_; }

@@ -31,7 +31,7 @@ inline constexpr bool layer_keeps_rules<LlamaBlock<C, NH, NKV, HS, Hidden, Posit
 }  // namespace detail
 
 template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window>
-class LlamaBlock {
+class LlamaBlock : public causal_layer<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window>> {
 public:
     using value_type = T;
     using channel_dim = C;
@@ -51,41 +51,23 @@ public:
     // PyTorch's initialisation, for attention, feed_forward and the norms in that order.
     explicit LlamaBlock(Generator& gen) : attention(gen), feed_forward(gen), attention_norm(gen), ffn_norm(gen) {}
 
-    // The full causal forward: x (B, T, C) -> (B, T, C).
-    // A misfit picks the overload only declared, whose return type is the failed check: the compiler
-    // instantiates it at the caller's line, with no frame of ours around it.
-    template <Expression X>
-        requires std::is_void_v<detail::attention_misfit_t<LlamaBlock, C, X, void, HS, NKV>>
-    auto operator()(const X& x) const {
+    // What the block's calls (nn::causal_layer's, checked first) run. The full causal forward:
+    // x (B, T, C) -> (B, T, C).
+    template <class X>
+    auto forward(const X& x) const {
         auto out = attention(attention_norm(x));
         residual(out, x);
         return out;
     }
-    template <Expression X>
-        requires(!std::is_void_v<detail::attention_misfit_t<LlamaBlock, C, X, void, HS, NKV>>)
-    detail::attention_misfit_t<LlamaBlock, C, X, void, HS, NKV> operator()(const X&) const;
-
-    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C). With
-    // counts (a ragged batch), batch row b takes only the first counts[b] positions of x; the
-    // output at its padding positions is 0.
-    template <Expression X, KeyValueCache Cache>
-        requires std::is_void_v<detail::attention_misfit_t<LlamaBlock, C, X, Cache, HS, NKV>>
-    auto operator()(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts = std::nullopt) const {
+    // Decoding: x (B, n, C) holds the next n positions of every batch row -> (B, n, C); a ragged
+    // batch's padding positions are 0.
+    template <class X, class Cache>
+    auto forward(const X& x, Cache& cache, std::optional<typename Cache::lengths_type> counts) const {
         auto out = attention(attention_norm(x), cache, counts);
         residual(out, x);
         if (counts) detail::zero_padding(out, *counts);
         return out;
     }
-    template <Expression X, KeyValueCache Cache>
-        requires(!std::is_void_v<detail::attention_misfit_t<LlamaBlock, C, X, Cache, HS, NKV>>)
-    detail::attention_misfit_t<LlamaBlock, C, X, Cache, HS, NKV> operator()(
-        const X&, Cache&, std::optional<typename Cache::lengths_type> = std::nullopt) const;
-
-    // After a failed check (in the input's expression, or a rejected cache type): failed, with no
-    // second error.
-    template <class... Args>
-        requires any_failed<Args...>
-    failed operator()(Args&&...) const;
 
     // The sub-layers, named as Meta's TransformerBlock names them: "attention.wq.weight", ...,
     // "feed_forward.w1.weight", ..., "attention_norm.weight", "ffn_norm.weight".
