@@ -157,3 +157,81 @@ TEST_CASE("split then merge is the identity on values, in any layout", "[reshape
     const shaped::Tensor<float, B, T, C> back = shaped::merge<NH, HS, C>(shaped::transpose<1, 2>(heads));
     for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(back.data()[i] == x.data()[i]);
 }
+
+// ---- reshape: several adjacent dims as several --------------------------------------------------
+
+namespace {
+using H = shaped::dim<"H", 3>;
+using W = shaped::dim<"W", 4>;
+using Ch = shaped::dim<"C", 5>;
+using P = shaped::dim<"P", 6>;
+using Q = shaped::dim<"Q", 2>;
+using Rd = shaped::dim<"R">;
+
+// x(b, h, w, c) = its row-major index, (B, H, W, C).
+shaped::Tensor<float, B, H, W, Ch> numbered_image() {
+    shaped::Tensor<float, B, H, W, Ch> x;
+    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i);
+    return x;
+}
+}  // namespace
+
+TEST_CASE("reshape of a tensor is a view: (H, W) as (P, Q), element by row-major index", "[reshape]") {
+    auto x = numbered_image();
+    auto y = shaped::reshape<shaped::dims<H, W>, shaped::dims<P, Q>>(x);
+    static_assert(std::is_same_v<decltype(y), shaped::View<float, B, P, Q, Ch>>);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 3; ++h)
+            for (std::size_t w = 0; w < 4; ++w)
+                for (std::size_t c = 0; c < 5; ++c) {
+                    const std::size_t flat = h * 4 + w;   // the (H, W) run's index
+                    REQUIRE(y(b, flat / 2, flat % 2, c) == x(b, h, w, c));
+                }
+    y(1, 5, 1, 4) = -1.0f;   // the same elements
+    REQUIRE(x(1, 2, 3, 4) == -1.0f);
+    // Three dims into one dynamic dim: its extent what the product leaves.
+    const auto flat = shaped::reshape<shaped::dims<H, W, Ch>, shaped::dims<Rd>>(x);
+    REQUIRE(flat.extents() == std::array<std::size_t, 2>{2, 60});
+    for (std::size_t i = 0; i < 60; ++i) REQUIRE(flat(1, i) == x.data()[60 + i]);
+}
+
+TEST_CASE("reshape of an expression is evaluated, held or inline alike", "[reshape]") {
+    const auto x = numbered_image();
+    const auto doubled = x * 2.0f;
+    const auto held = shaped::reshape<shaped::dims<W, Ch>, shaped::dims<Q, shaped::dim<"S", 10>>>(doubled);
+    const shaped::Tensor<float, B, H, Q, shaped::dim<"S", 10>> inline_result =
+        shaped::reshape<shaped::dims<W, Ch>, shaped::dims<Q, shaped::dim<"S", 10>>>(x * 2.0f);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        REQUIRE(held.data()[i] == 2.0f * x.data()[i]);
+        REQUIRE(inline_result.data()[i] == held.data()[i]);
+    }
+}
+
+TEST_CASE("reshape of a view keeps its strides where the dims lie as one, and otherwise names them", "[reshape]") {
+    auto x = numbered_image();
+    // Batch row 1 only: its (H, W) still lie as one run.
+    auto row = shaped::slice<B>(x, 1, 2);
+    auto y = shaped::reshape<shaped::dims<H, W>, shaped::dims<Q, P>>(row);
+    for (std::size_t h = 0; h < 3; ++h)
+        for (std::size_t w = 0; w < 4; ++w) REQUIRE(y(0, (h * 4 + w) / 6, (h * 4 + w) % 6, 2) == x(1, h, w, 2));
+    // Half of W: H steps over the other half, so (H, W) is not one run.
+    const auto half = shaped::slice<W>(x, 0, 2);
+    REQUIRE_THROWS_WITH((shaped::reshape<shaped::dims<H, W>, shaped::dims<Rd>>(half)),
+                        Catch::Contains("shaped::reshape: the view's dims H(3) .. W(2) do not lie in memory as one run"));
+    // Evaluated first, it reshapes.
+    const auto copy = shaped::reshape<shaped::dims<H, W>, shaped::dims<Rd>>(shaped::eval(half));
+    REQUIRE(copy.extents()[1] == 6);
+}
+
+TEST_CASE("reshape checks the product at run time where an extent is dynamic", "[reshape]") {
+    shaped::Generator gen(3);
+    const auto x = shaped::randn<float, B, Td, Ch>(gen, Td{4});
+    const auto ok = shaped::reshape<shaped::dims<Td, Ch>, shaped::dims<shaped::dim<"K", 10>, Q>>(x);
+    REQUIRE(ok(1, 9, 1) == x(1, 3, 4));
+    const auto x3 = shaped::randn<float, B, Td, Ch>(gen, Td{3});
+    REQUIRE_THROWS_WITH((shaped::reshape<shaped::dims<Td, Ch>, shaped::dims<shaped::dim<"K", 10>, Q>>(x3)),
+                        "shaped::reshape: the product of the new extents differs from the old extent: T(3) x C(5) is not K(10) x Q(2)");
+    // A dynamic new dim that the rest cannot divide.
+    REQUIRE_THROWS_WITH((shaped::reshape<shaped::dims<Td, Ch>, shaped::dims<shaped::dim<"K", 4>, Rd>>(x3)),
+                        Catch::Contains("T(3) x C(5) is not K(4) x R("));
+}

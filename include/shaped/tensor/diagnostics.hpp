@@ -19,6 +19,20 @@ struct reshape_not_adjacent : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::merge: " SHAPED_RULE_RESHAPE_NOT_ADJACENT);
 };
 
+// reshape's old dims (found by name), then the tensor's dims.
+#define SHAPED_RULE_RESHAPE_RUN "the dims reshaped must be adjacent dims of the tensor, in its order"
+template <class... Shown>
+struct reshape_not_a_run : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::reshape: " SHAPED_RULE_RESHAPE_RUN);
+};
+
+// reshape's new dims.
+#define SHAPED_RULE_RESHAPE_DYNAMIC "at most one new dim may be dynamic, its extent what the product leaves"
+template <class... Shown>
+struct reshape_dynamic : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::reshape: " SHAPED_RULE_RESHAPE_DYNAMIC);
+};
+
 // unsqueeze's new dim, then the tensor's dims.
 #define SHAPED_RULE_UNSQUEEZE_EXTENT "the new dim must have the static extent 1"
 template <class... Shown>

@@ -1,9 +1,11 @@
 #pragma once
-// split and merge: the two reshapes attention needs, by name; and unsqueeze and squeeze, a dim
-// of extent 1 inserted or dropped.
+// Reshapes by name: split and merge, the two attention needs; reshape, several adjacent dims as
+// several others; and unsqueeze and squeeze, a dim of extent 1 inserted or dropped.
 //
 //   split<C, NH, HS>(x)    (B, T, C)      -> (B, T, NH, HS)   as x.view(B, T, nh, hs)
 //   merge<NH, HS, C>(y)    (B, T, NH, HS) -> (B, T, C)        as y.view(B, T, C)
+//   reshape<dims<H, W>, dims<P, Q>>(z)
+//                          (B, H, W, C)   -> (B, P, Q, C)     as z.view(b, p, q, c)
 //   unsqueeze<1, H>(x)     (B, T, C)      -> (B, H=1, T, C)   as x.unsqueeze(1)
 //   squeeze<H>(z)          (B, H=1, T, C) -> (B, T, C)        as z.squeeze(1)
 //
@@ -17,6 +19,9 @@
 #include <shaped/tensor/view.hpp>
 #include <shaped/tensor/view_of.hpp>
 
+#include <algorithm>
+#include <array>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -26,6 +31,7 @@ namespace shaped {
 namespace op {
 struct split {};
 struct merge {};
+struct reshape {};
 struct unsqueeze {};
 struct squeeze {};
 }  // namespace op
@@ -190,6 +196,147 @@ template <Dim D1, Dim D2, Dim D, Expression E>
 detail::merge_misfit_t<D1, D2, D, E> merge(E&&);
 template <Dim D1, Dim D2, Dim D, Failed E>
 failed merge(E&&);
+
+// ---- reshape -------------------------------------------------------------------------------------
+
+namespace detail {
+// The product of static extents, or nullopt where it overflows.
+template <Dim... Ds>
+inline constexpr std::optional<std::size_t> static_product = [] {
+    std::optional<std::size_t> p = 1;
+    ((p = p ? checked_product(*p, Ds::extent) : std::nullopt), ...);
+    return p;
+}();
+
+// A dim's static extent, 0 for a dynamic one (its extent not known yet).
+template <Dim D>
+inline constexpr std::size_t known_extent = [] {
+    if constexpr (D::is_static) return D::extent;
+    else return std::size_t{0};
+}();
+
+// Whether the positions follow each other, in order.
+template <std::size_t First, std::size_t... Rest>
+consteval bool consecutive() {
+    std::size_t next = First;
+    return ((Rest == ++next) && ...);
+}
+
+template <class Old, class New, class List>
+consteval auto reshape_misfit() {
+    return []<Dim... From, Dim... To>(dims<From...>, dims<To...>) {
+        if constexpr (sizeof...(From) == 0 || sizeof...(To) == 0) {
+            return std::type_identity<diag::reshape_not_a_run<dims<From...>, List>>{};
+        } else if constexpr (!(names_one<From, List> && ...)) {
+            return std::type_identity<first_unnamed_diag<op::reshape, List, From...>>{};
+        } else if constexpr (!consecutive<index_named<From, List>...>()) {
+            return std::type_identity<diag::reshape_not_a_run<dims<From...>, List>>{};
+        } else if constexpr ((!To::is_static + ... + 0) > 1) {
+            return std::type_identity<diag::reshape_dynamic<dims<To...>>>{};
+        } else {
+            using Found = dims<dim_at<index_named<From, List>, List>...>;
+            if constexpr (Found::all_static && (To::is_static && ...)) {
+                if constexpr (static_product<dim_at<index_named<From, List>, List>...> != static_product<To...>)
+                    return std::type_identity<diag::reshape_product<op::reshape, Found, dims<To...>>>{};
+                else
+                    return std::type_identity<void>{};
+            } else {
+                return std::type_identity<void>{};
+            }
+        }
+    }(Old{}, New{});
+}
+template <class Old, class New, class E>
+using reshape_misfit_t = typename decltype(reshape_misfit<Old, New, dims_of<E>>())::type;
+
+// "shaped::reshape: the product of the new extents differs from the old extent: H(4) x W(5) is not P(21)"
+template <std::size_t N, std::size_t M>
+[[noreturn]] void throw_reshape_product(const std::array<message_part::dim_extent, N>& old,
+                                        const std::array<message_part::dim_extent, M>& to) {
+    std::string found;
+    const auto join = [&](const auto& parts) {
+        for (std::size_t i = 0; i < parts.size(); ++i) found += message({i ? " x " : "", parts[i]});
+    };
+    join(old);
+    found += " is not ";
+    join(to);
+    throw_rule("reshape", SHAPED_RULE_RESHAPE_PRODUCT, found);
+}
+}  // namespace detail
+
+// reshape<dims<From...>, dims<To...>>(x): x's adjacent dims From... (named in x's order) as the
+// dims To..., the product of their extents kept. One of To may be dynamic: its extent is what
+// the product leaves, as PyTorch's view(-1). Over a Tensor lvalue or a View a View of the same
+// elements when the From dims lie in memory as one (a View whose dims do not is a shape_error,
+// as merge's); any other operand evaluated once into a new Tensor.
+template <class Old, class New, Expression E>
+    requires std::is_void_v<detail::reshape_misfit_t<Old, New, E>>
+auto reshape(E&& x) {
+    // An expression being differentiated is recorded once (eval), then viewed.
+    if constexpr (!Strided<E> && !std::remove_cvref_t<decltype(eval(x))>::owns_storage)
+        return reshape<Old, New>(eval(std::forward<E>(x)));
+    else return [&]<Dim... From, Dim... To>(dims<From...>, dims<To...>) {
+        using List = dims_of<E>;
+        constexpr std::size_t n = sizeof...(From), m = sizeof...(To);
+        constexpr std::size_t axis = std::min({index_named<From, List>...});
+        using NewDims = concat_dims<slice_dims<0, axis, List>, dims<To...>, slice_dims<axis + n, List::rank, List>>;
+        const auto old_extents = x.extents();
+        const std::array<detail::message_part::dim_extent, n> old{
+            detail::message_part::dim_extent{From::name.view(), old_extents[index_named<From, List>]}...};
+        std::array<detail::message_part::dim_extent, m> to{detail::message_part::dim_extent{To::name.view(), detail::known_extent<To>}...};
+        std::optional<std::size_t> old_count = 1, to_count = 1;
+        for (const auto& d : old) old_count = old_count ? checked_product(*old_count, d.extent) : std::nullopt;
+        if (!old_count) detail::checked_element_count("reshape", List{}, old_extents, 1);  // throws: x does not fit
+        constexpr std::array<bool, m> dynamic{!To::is_static...};
+        for (std::size_t i = 0; i < m; ++i)
+            if (!dynamic[i]) to_count = to_count ? checked_product(*to_count, to[i].extent) : std::nullopt;
+        // The dynamic dim takes what is left; without one, the products must be equal.
+        for (std::size_t i = 0; i < m; ++i)
+            if (dynamic[i] && to_count && *to_count != 0 && *old_count % *to_count == 0) {
+                to[i].extent = *old_count / *to_count;
+                to_count = *old_count;
+            }
+        if (to_count != old_count) detail::throw_reshape_product(old, to);
+
+        extents_of<NewDims> new_extents{};
+        for (std::size_t i = 0; i < axis; ++i) new_extents[i] = old_extents[i];
+        for (std::size_t i = 0; i < m; ++i) new_extents[axis + i] = to[i].extent;
+        for (std::size_t i = axis + n; i < List::rank; ++i) new_extents[i - n + m] = old_extents[i];
+
+        if constexpr (detail::reshape_as_view<E>) {
+            const auto old_strides = x.strides();
+            // The From dims lie as one when each, stepped, skips exactly one run of those inside
+            // it; a dim of extent 1 is never stepped. The innermost stepped stride is the run's.
+            std::optional<std::ptrdiff_t> step, expected;
+            for (std::size_t i = axis + n; i-- > axis;) {
+                if (old_extents[i] == 1) continue;
+                if (expected && old_strides[i] != *expected)
+                    throw shape_error(detail::message(
+                        {"shaped::reshape: the view's dims ", old[0], " .. ", old[n - 1],
+                         " do not lie in memory as one run; reshape an evaluated copy, reshape<...>(eval(x))"}));
+                if (!step) step = old_strides[i];
+                expected = old_strides[i] * static_cast<std::ptrdiff_t>(old_extents[i]);
+            }
+            std::array<std::ptrdiff_t, NewDims::rank> strides{};
+            for (std::size_t i = 0; i < axis; ++i) strides[i] = old_strides[i];
+            std::ptrdiff_t inner = step.value_or(1);
+            for (std::size_t i = m; i-- > 0;) {
+                strides[axis + i] = inner;
+                inner *= static_cast<std::ptrdiff_t>(to[i].extent);
+            }
+            for (std::size_t i = axis + n; i < List::rank; ++i) strides[i - n + m] = old_strides[i];
+            return detail::rebased(
+                x, view_for<detail::view_element_t<std::remove_reference_t<E>>, NewDims>(x.data(), new_extents, strides));
+        } else {
+            return detail::reshape_evaluated<NewDims>(x, new_extents);
+        }
+    }(Old{}, New{});
+}
+template <class Old, class New, Expression E>
+    requires(!std::is_void_v<detail::reshape_misfit_t<Old, New, E>>)
+detail::reshape_misfit_t<Old, New, E> reshape(E&&);
+template <class Old, class New, Failed E>
+failed reshape(E&&);
 
 // ---- unsqueeze and squeeze ----------------------------------------------------------------------
 // The same elements with a dim of extent 1 more or fewer: over a Tensor lvalue or a View (or a
