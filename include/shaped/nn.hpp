@@ -4,7 +4,10 @@
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/nn/attention.hpp>
 #include <shaped/nn/block.hpp>
+#include <shaped/nn/causal_layer.hpp>
 #include <shaped/nn/causal_self_attention.hpp>
+#include <shaped/nn/differentiated.hpp>
+#include <shaped/nn/dropout.hpp>
 #include <shaped/nn/embedding.hpp>
 // Before grouped_query_attention.hpp, which includes it: its check then fires one include shallower.
 #include <shaped/nn/rotary.hpp>

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -469,4 +470,65 @@ TEST_CASE("derivation: a recomputed layer's gradients are the kept layer's, its 
     const std::size_t whole = kept_after_forward(*wide_kept), lean = kept_after_forward(*wide_recomputed);
     INFO("kept " << whole << " bytes, recomputed " << lean);
     REQUIRE(lean * 8 < whole);
+}
+
+TEST_CASE("derivation: dropout, through the mask it drew", "[train][derivation]") {
+    const auto x = random_input(16);
+    // A generator of one seed per evaluation draws the same masks each time, so that central
+    // differences see one function: the gradient is the upstream one through the mask.
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            Generator gen(5);
+            const auto h = eval(x * m.w + m.v);
+            return eval(total(square(dropout(h, 0.3, gen)) * 0.5) + total(dropout(x * m.v, 0.5, gen) * m.w));
+        },
+        x);
+}
+
+TEST_CASE("nn::Dropout drops while a loss is differentiated, and only then", "[train][derivation][dropout]") {
+    const nn::Dropout<double> drop(0.5, 3);
+    // Evaluation: x as it is, the same elements.
+    const auto x = random_input(17);
+    const auto same = drop(x);
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same.data()[i] == x.data()[i]);
+    // Training: d/dv of total(drop(x + v)) is the mask, each element 0 or 1 / (1 - p) = 2, and the
+    // loss is the kept elements of x + v, doubled.
+    const auto dropped_gradient = [&] {
+        Parameters model = random_parameters(7);
+        const auto [value, grads] = train::value_and_grad(
+            [&](const auto& m, const auto& input) { return total(drop(eval(input + m.v))); }, model, x);
+        std::vector<double> mask;
+        double kept = 0;
+        train::for_each_gradient(model, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
+            if (name != "v") return;
+            for (std::size_t i = 0; i < parameter.size(); ++i) {
+                const double g = gradient.data()[i];
+                REQUIRE((g == 0.0 || g == 2.0));
+                mask.push_back(g);
+                kept += g * (x.data()[i] + parameter.data()[i]);
+            }
+        });
+        REQUIRE(value == Approx(kept).epsilon(1e-12));
+        return mask;
+    };
+    const auto first = dropped_gradient();
+    const auto zeros = std::count(first.begin(), first.end(), 0.0);
+    REQUIRE(first.size() == 24);
+    REQUIRE((zeros >= 3 && zeros <= 21));   // Binomial(24, 0.5): outside this once in 50000 seeds
+    // The next differentiated call draws a new mask from the layer's generator.
+    REQUIRE(dropped_gradient() != first);
+}
+
+TEST_CASE("derivation: reshape by names, of a traced value and of an expression", "[train][derivation]") {
+    using P = dim<"P", 6>;
+    using Q = dim<"Q", 2>;
+    const auto x = random_input(18);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);                               // (B, T, C)
+            const auto grid = reshape<dims<T, C>, dims<P, Q>>(h);             // (B, P, Q), a view of h
+            const auto rows = reshape<dims<B, P>, dims<dim<"R">>>(square(grid) * 0.5);   // (R=12, Q), recorded
+            return eval(total(grid * 0.3) + total(rows * rows) + total(reshape<dims<C>, dims<Q, dim<"K", 2>>>(h * m.w)));
+        },
+        x);
 }

@@ -315,3 +315,36 @@ TEST_CASE("building an expression evaluates nothing until assigned", "[elementwi
     const shaped::Tensor<float, B, C> r = e;
     CHECK(r(0, 0) == 200.0f);
 }
+
+TEST_CASE("dropout zeroes a fraction p and scales the rest by 1 / (1 - p)", "[elementwise][dropout]") {
+    using N = shaped::dim<"N", 100>;
+    using M = shaped::dim<"M", 100>;
+    shaped::Generator gen(21);
+    const auto x = shaped::randn<float, N, M>(gen);
+    shaped::Generator draws(9);
+    // Held in a variable first: a value, x times its mask, the same as inline.
+    const auto held = shaped::dropout(x, 0.25, draws);
+    const shaped::Tensor<float, N, M> y = held;
+    std::size_t zeros = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        if (y.data()[i] == 0.0f) {
+            ++zeros;
+            continue;
+        }
+        REQUIRE(y.data()[i] == Approx(x.data()[i] / 0.75f).epsilon(1e-6));
+    }
+    // 10000 draws of p = 0.25: the count of zeros within 6 standard deviations (43) of 2500.
+    REQUIRE((zeros > 2500 - 260 && zeros < 2500 + 260));
+    // The same seed draws the same mask; inline as held.
+    shaped::Generator again(9);
+    const shaped::Tensor<float, N, M> inline_y = shaped::dropout(x, 0.25, again);
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(inline_y.data()[i] == y.data()[i]);
+    // The ends: nothing dropped, everything dropped; outside [0, 1], an error.
+    const shaped::Tensor<float, N, M> none = shaped::dropout(x, 0.0, gen), all = shaped::dropout(x, 1.0, gen);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        REQUIRE(none.data()[i] == x.data()[i]);
+        REQUIRE(all.data()[i] == 0.0f);
+    }
+    REQUIRE_THROWS_WITH(shaped::dropout(x, 1.5, gen), Catch::Contains("p must be a probability in [0, 1], got 1.5"));
+    REQUIRE_THROWS_AS(shaped::nn::Dropout<float>(-0.1), std::invalid_argument);
+}
