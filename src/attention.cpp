@@ -105,6 +105,14 @@ void no_keys_seen(const attention_problem<T>& p, const matrices<T>& m, std::size
     if (m.lse) m.lse[i] = -std::numeric_limits<T>::infinity();
 }
 
+// The problem's modifiers over scores [0, cols) of query `query` against keys from `key` of
+// matrix b: modified, and -inf where its mask drops a key.
+template <class T>
+void modify_row(const attention_problem<T>& p, std::size_t b, T* scores, std::size_t cols, std::size_t query,
+                std::size_t key) {
+    if (p.modifiers.apply) p.modifiers.apply(p.modifiers.context, {scores, 0, 1, cols, b, query, key});
+}
+
 // out_row[c] = acc[c] * factor, c < dv.
 template <class T>
 void write_scaled(const attention_problem<T>& p, const T* acc, T factor, T* out_row) {
@@ -265,9 +273,15 @@ void attend_rows(const attention_problem<T>& p, std::size_t b, std::size_t first
             }
         }
 
+        modify_row(p, b, scores, n, i, from);
+
         // 2. Softmax, shifted by the max so that exp cannot overflow. The scores are padded to
-        //    whole vectors with -inf, whose exp adds 0.
+        //    whole vectors with -inf, whose exp adds 0. A mask may drop every key.
         const T max = *std::max_element(scores, scores + n);
+        if (max == -std::numeric_limits<T>::infinity()) {
+            no_keys_seen(p, m, i);
+            continue;
+        }
         std::fill(scores + n, scores + round_up(n, N), -std::numeric_limits<T>::infinity());
         vec<T> sum_v(T{0});
         for (std::size_t j = 0; j < n; j += N) {
@@ -336,9 +350,18 @@ void attend_one_vector(const attention_problem<T>& p, std::size_t b, std::size_t
         }
         for (; c < p.d(); ++c) part0 = term(c, part0);
         const auto seen = (lane >= vec<T>(static_cast<T>(from))) && (lane < vec<T>(static_cast<T>(n)));
-        const vec<T> scores =
-            xsimd::select(seen, (part0 + part1) + (part2 + part3), vec<T>(-std::numeric_limits<T>::infinity()));
+        vec<T> raw = (part0 + part1) + (part2 + part3);
+        if (p.modifiers.apply) {
+            raw.store_aligned(weights);
+            modify_row(p, b, weights + from, n - from, i, from);
+            raw = vec<T>::load_aligned(weights);
+        }
+        const vec<T> scores = xsimd::select(seen, raw, vec<T>(-std::numeric_limits<T>::infinity()));
         const T max = largest_lane(scores);
+        if (max == -std::numeric_limits<T>::infinity()) {
+            no_keys_seen(p, m, i);
+            continue;
+        }
         const vec<T> e = xsimd::exp(scores - vec<T>(max));
         e.store_aligned(weights);
         const T sum = xsimd::hadd(e);
@@ -511,12 +534,22 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
             return visible_keys(p, i0 + std::min(r + count, rows) - 1) - lowest;
         };
         for (std::size_t j0 = from_any / key_block * key_block; j0 < seen_by_any; j0 += key_block) {
+            // A block the mask drops for every query of this block is never computed: the work of
+            // a document or window mask is proportional to what it keeps.
+            const std::size_t block_cols = std::min(key_block, seen_by_any - j0);
+            if (p.modifiers.any_kept &&
+                !p.modifiers.any_kept(p.modifiers.context, b, i0, i0 + rows, lowest + j0, lowest + j0 + block_cols))
+                continue;
             for (std::size_t r = 0; r < padded_rows; r += score_rows<T>) {
                 const std::size_t seen = seen_by_rows(r, score_rows<T>);
                 for (std::size_t j = 0; j < key_block && j0 + j < seen; j += score_vectors * N)
                     score_tile<T, score_rows<T>, score_vectors>(queries + r * p.d(), p.d(), keys_t + j0 + j, keys_ld,
                                                                 scores + r * key_block + j);
             }
+            // The modifiers before causality's mask, which then drops what they made of the
+            // scores no query sees (and of those never computed).
+            if (p.modifiers.apply)
+                p.modifiers.apply(p.modifiers.context, {scores, key_block, rows, block_cols, b, i0, lowest + j0});
             if (j0 + key_block > seen_by_all || j0 < from_all) {
                 for (std::size_t r = 0; r < padded_rows; ++r) {
                     const std::size_t query = i0 + std::min(r, rows - 1);

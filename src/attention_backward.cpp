@@ -401,10 +401,11 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
 }
 
 // What the backward covers: the forward's causal attention of queries at the keys' own
-// positions; k and v broadcast alike, q and out nowhere.
+// positions, unmodified; k and v broadcast alike, q and out nowhere.
 template <class T>
 bool covers(const attention_problem<T>& p) {
     if (!p.sees.causal || p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse) return false;
+    if (p.modifiers.apply || p.modifiers.any_kept) return false;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];
         const bool k_shared = n > 1 && p.k.batch[i] == 0, v_shared = n > 1 && p.v.batch[i] == 0;
@@ -417,7 +418,7 @@ template <class T>
 task_split split_of(const attention_problem<T>& p) {
     if (!covers(p))
         throw std::invalid_argument("shaped::kernels::attention_backward: causal attention of T queries over their own "
-                                    "T keys, with the forward's lse; k and v broadcast alike, q and out not at all");
+                                    "T keys, with the forward's lse, unmodified; k and v broadcast alike, q and out not at all");
     task_split split;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];

@@ -535,3 +535,81 @@ TEST_CASE("a user's layer decodes with a KVCache as its full forward runs", "[de
         decode_ragged<MuPAttention, MultiHeadCache>(layer, seed);
     }
 }
+
+// ---- a user's layer with score and mask modifiers ---------------------------------------------------
+
+namespace {
+// ALiBi and soft-capping: what a score is depends on its head and its query's and key's
+// positions, not on its batch row, so a ragged row decodes as if alone.
+struct alibi_capped {
+    float operator()(float s, shaped::batch_index, shaped::head_index h, shaped::query_position q,
+                     shaped::key_position kv) const {
+        const float biased = s - std::ldexp(1.0f, -static_cast<int>(h.value + 1)) * static_cast<float>(q - kv);
+        return 3.0f * std::tanh(biased / 3.0f);
+    }
+};
+// Documents of 3 + b positions in batch row b: a mask that depends on the row.
+struct row_documents {
+    bool operator()(shaped::batch_index b, shaped::head_index, shaped::query_position q, shaped::key_position kv) const {
+        return q.value / (3 + b.value) == kv.value / (3 + b.value);
+    }
+};
+
+// nanoGPT's attention with modifiers, as a user writes it from the guide: MuPAttention's
+// borrowing, the default scale, a score_mod() and a mask_mod().
+template <class Score, class Mask>
+struct ModifiedAttention : shaped::nn::causal_layer<ModifiedAttention<Score, Mask>> {
+    using value_type = float;
+    using channel_dim = C;
+    using heads_dim = NH;
+    using head_size_dim = HS;
+    using merged_dim = C;
+    using fused_dim = MultiHead::fused_dim;
+
+    explicit ModifiedAttention(shaped::Generator& gen) : c_attn(gen), c_proj(gen) {}
+    BOOST_HANA_DEFINE_STRUCT(ModifiedAttention,
+        (shaped::nn::Linear<C, fused_dim>, c_attn),
+        (shaped::nn::Linear<C, C>, c_proj));
+
+    Score score_mod() const { return {}; }
+    Mask mask_mod() const { return {}; }
+    template <class X>
+    auto project(const X& x) const { return eval(c_attn(x)); }
+    template <class QKV>
+    static auto heads(QKV& qkv) { return MultiHead::heads(qkv); }
+    shaped::nn::no_position_encoding encode_positions;
+    template <class M>
+    static auto heads_of(M& merged) { return MultiHead::heads_of(merged); }
+    template <class M>
+    auto project_out(const M& merged) const { return eval(c_proj(merged)); }
+};
+using AlibiCapped = ModifiedAttention<alibi_capped, shaped::keep_every_key>;
+using Documented = ModifiedAttention<alibi_capped, row_documents>;
+
+// The largest difference of a modified layer's output from the plain one's, same parameters.
+template <class Layer>
+double apart_from_plain(const Layer& layer, std::size_t t) {
+    shaped::Generator gen(1);
+    const auto x = shaped::randn<float, B, T, C>(gen, T{t});
+    MultiHead plain;
+    plain.c_attn = layer.c_attn;
+    plain.c_proj = layer.c_proj;
+    const auto a = ref::values(layer(x)), b = ref::values(plain(x));
+    double apart = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) apart = std::max(apart, std::abs(a[i] - b[i]));
+    return apart;
+}
+}  // namespace
+
+TEST_CASE("a user's layer with modifiers: its forward is modified, and decodes as it runs whole", "[decode][user][modifiers]") {
+    for (std::uint64_t seed = 600; seed < 606; ++seed) {
+        shaped::Generator gen(seed);
+        const AlibiCapped capped(gen);
+        const Documented documented(gen);
+        REQUIRE(apart_from_plain(capped, 9) > 1e-3);
+        REQUIRE(apart_from_plain(documented, 9) > 1e-3);
+        decode_in_random_chunks<AlibiCapped, MultiHeadCache>(capped, seed);
+        decode_ragged<AlibiCapped, MultiHeadCache>(capped, seed);
+        decode_in_random_chunks<Documented, MultiHeadCache>(documented, seed);
+    }
+}

@@ -314,3 +314,61 @@ TEST_CASE("a windowed layer's chunk that takes more positions than it has throws
                         Catch::Contains("RingKVCache::append: batch row 0 takes 4 of 3 new positions"));
     REQUIRE(cache.empty());
 }
+
+// ---- a windowed layer of the user's with modifiers, decoding with its ring ----------------------
+
+namespace {
+// The windowed layer's parts with ALiBi over its query heads and documents of 4 + b positions in
+// batch row b; a modifier is told absolute positions, also where the ring holds them out of order.
+struct ModifiedWindowed : Windowed {
+    using Windowed::Windowed;
+    auto score_mod() const {
+        return [](double s, shaped::batch_index, shaped::head_index h, shaped::query_position q, shaped::key_position kv) {
+            return s - 0.25 * static_cast<double>(h.value + 1) * static_cast<double>(q - kv);
+        };
+    }
+    auto mask_mod() const {
+        return [](shaped::batch_index b, shaped::head_index, shaped::query_position q, shaped::key_position kv) {
+            return q.value / (4 + b.value) == kv.value / (4 + b.value);
+        };
+    }
+};
+}  // namespace
+
+TEST_CASE("a windowed layer with modifiers decodes past W with its ring, as its full forward", "[sliding_window][layer][modifiers]") {
+    shaped::Generator gen(13);
+    const ModifiedWindowed layer(gen);
+    const std::size_t t_all = 30;
+    const auto rows = shaped::randn<double, B, Td, C>(gen, Td{t_all});
+    const auto full = shaped::nn::causal_self_attention(layer, rows);
+    // The modifiers change the numbers.
+    const auto plain = layer(rows);
+    REQUIRE(std::abs(full(1, 20, 3) - plain(1, 20, 3)) > 1e-6);
+    const std::vector<std::array<std::size_t, 2>> steps{{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1},
+                                                        {1, 1}, {3, 2}, {1, 0}, {6, 11}, {1, 1}, {1, 1}};
+    Ring cache;
+    for (const auto& counts : steps) {
+        const std::size_t n = std::max(counts[0], counts[1]);
+        const auto starts = cache.lengths();
+        CAPTURE(starts[0], starts[1], counts[0], counts[1]);
+        auto x = shaped::randn<double, B, Td, C>(gen, Td{n});
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t i = 0; i < counts[b]; ++i)
+                for (std::size_t c = 0; c < C::extent; ++c) x(b, i, c) = rows(b, starts[b] + i, c);
+        const auto got = shaped::nn::causal_self_attention(layer, x, cache, counts);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t i = 0; i < counts[b]; ++i)
+                for (std::size_t c = 0; c < C::extent; ++c) {
+                    CAPTURE(b, i, c);
+                    REQUIRE(got(b, i, c) == Approx(full(b, starts[b] + i, c)).epsilon(1e-10));
+                }
+    }
+    // Token by token, an even batch: each step gathers the ring's positions in order.
+    Ring even;
+    for (std::size_t t = 0; t < 12; ++t) {
+        CAPTURE(t);
+        const auto got = shaped::nn::causal_self_attention(layer, shaped::slice<Td>(rows, t, t + 1), even, std::nullopt);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(got(b, 0, c) == Approx(full(b, t, c)).epsilon(1e-10));
+    }
+}

@@ -11,7 +11,11 @@
 //
 // causal_attention(q, k, v, scale, window<W>{}) is the same with a sliding window of W
 // positions: a query sees its own position and the W - 1 before it, and no earlier ones.
+//
+// causal_attention(q, k, v, scale, [window<W>{},] attention_modifiers{score, keeps}) modifies
+// each score and masks keys further (expr/attention_modifiers.hpp), in the same fused kernel.
 
+#include <shaped/expr/attention_modifiers.hpp>
 #include <shaped/expr/matmul.hpp>
 #include <shaped/expr/window.hpp>
 
@@ -47,7 +51,8 @@ struct attention_dims {
     }
 };
 
-template <class Q, class K, class V>
+// Mods: no_modifiers, or the attention_modifiers its scores are modified and masked by.
+template <class Q, class K, class V, class Mods = no_modifiers>
 class attention_node : public expression_base {
 public:
     using value_type = std::common_type_t<value_type_of<Q>, value_type_of<K>, value_type_of<V>>;
@@ -58,8 +63,14 @@ public:
 
     // window: the sliding window's size, none for every earlier position.
     template <operand_for<Q> A, operand_for<K> B, operand_for<V> C>
-    attention_node(A&& q, B&& k, C&& v, value_type scale, std::optional<std::size_t> window = std::nullopt)
-        : q_(std::forward<A>(q)), k_(std::forward<B>(k)), v_(std::forward<C>(v)), scale_(scale), window_(window) {
+    attention_node(A&& q, B&& k, C&& v, value_type scale, std::optional<std::size_t> window = std::nullopt,
+                   Mods modifiers = {})
+        : q_(std::forward<A>(q)),
+          k_(std::forward<B>(k)),
+          v_(std::forward<C>(v)),
+          scale_(scale),
+          window_(window),
+          modifiers_(std::move(modifiers)) {
         using shape = attention_dims<Q, K, V>;
         const auto qe = q_.extents();
         const auto ke = k_.extents();
@@ -108,6 +119,7 @@ public:
     const V& value() const { return v_; }
     value_type scale() const { return scale_; }
     const std::optional<std::size_t>& window() const { return window_; }
+    const Mods& modifiers() const { return modifiers_; }
 
 private:
     Q q_;
@@ -115,6 +127,7 @@ private:
     V v_;
     value_type scale_;
     std::optional<std::size_t> window_;
+    Mods modifiers_;
     std::array<std::size_t, rank> extents_;
 };
 
@@ -133,6 +146,23 @@ consteval auto causal_attention_misfit() {
 }
 template <class Q, class K, class V>
 using causal_attention_misfit_t = typename decltype(causal_attention_misfit<Q, K, V>())::type;
+
+template <class Q, class K, class V, class S, class Score, class Mask>
+auto modified_attention(Q&& q, K&& k, V&& v, S scale, std::optional<std::size_t> window,
+                        attention_modifiers<Score, Mask> modifiers) {
+    using T = value_type_of<Q>;
+    static_assert(std::is_same_v<T, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
+                  "shaped::causal_attention: q, k and v must have one element type");
+    static_assert(score_modifier_for<Score, T>,
+                  "shaped::causal_attention: a score modifier is called as score(T s, batch_index, head_index, "
+                  "query_position, key_position) and returns the modified score, a T");
+    static_assert(key_mask<Mask>,
+                  "shaped::causal_attention: a mask is called as keeps(batch_index, head_index, query_position, "
+                  "key_position) and returns whether the query sees the key, a bool");
+    using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>, attention_modifiers<Score, Mask>>;
+    return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<T>(scale), window,
+                std::move(modifiers));
+}
 }  // namespace detail
 
 // A misfit picks the overload only declared, whose return type is the failed check (instantiated
@@ -168,5 +198,35 @@ detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S, wi
 template <class Q, class K, class V, Scalar S, std::size_t W>
     requires any_failed<Q, K, V>
 failed causal_attention(Q&&, K&&, V&&, S, window<W>);
+
+// With score and mask modifiers, and with a sliding window too. Modifiers of the wrong signature
+// are one error naming what the kernel calls them with.
+template <Expression Q, Expression K, Expression V, Scalar S, class Score, class Mask>
+    requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
+auto causal_attention(Q&& q, K&& k, V&& v, S scale, attention_modifiers<Score, Mask> modifiers) {
+    return detail::modified_attention(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), scale,
+                                      std::nullopt, std::move(modifiers));
+}
+template <Expression Q, Expression K, Expression V, Scalar S, class Score, class Mask>
+    requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
+detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S, attention_modifiers<Score, Mask>);
+template <class Q, class K, class V, Scalar S, class Score, class Mask>
+    requires any_failed<Q, K, V>
+failed causal_attention(Q&&, K&&, V&&, S, attention_modifiers<Score, Mask>);
+
+template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W, class Score, class Mask>
+    requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
+auto causal_attention(Q&& q, K&& k, V&& v, S scale, window<W>, attention_modifiers<Score, Mask> modifiers) {
+    static_assert(mask_is_causal<Mask>(), "shaped::causal_attention: a window counts back from a causal diagonal; "
+                                          "a mask that replaces causality takes none");
+    return detail::modified_attention(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), scale, W,
+                                      std::move(modifiers));
+}
+template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W, class Score, class Mask>
+    requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
+detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S, window<W>, attention_modifiers<Score, Mask>);
+template <class Q, class K, class V, Scalar S, std::size_t W, class Score, class Mask>
+    requires any_failed<Q, K, V>
+failed causal_attention(Q&&, K&&, V&&, S, window<W>, attention_modifiers<Score, Mask>);
 
 }  // namespace shaped

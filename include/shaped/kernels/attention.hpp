@@ -20,7 +20,9 @@
 
 #include <array>
 #include <cmath>
+#include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -36,6 +38,28 @@ struct visibility {
     bool causal;
     long diagonal;
     std::optional<std::size_t> window{};
+};
+
+// A tile of scaled scores, handed to a problem's modifiers: scores[r * ld + j] is the score of
+// query `query` + r (r < rows) for key `key` + j (j < cols) of matrix `matrix` (counted row-major
+// over the batch dims).
+template <class T>
+struct score_tile {
+    T* scores;
+    std::size_t ld, rows, cols, matrix, query, key;
+};
+
+// A problem's score and mask modifiers (expr/attention_modifiers.hpp), behind one indirect call a
+// tile so that the kernel is compiled once while the modifiers are inlined into the loop over a
+// tile's scores (modifiers_over below). apply modifies the tile's scores and sets those of the
+// keys its mask drops to -inf; any_kept says whether any query [q0, q1) of a matrix keeps any key
+// [k0, k1) (null: every block may). Both null: no modifiers.
+template <class T>
+struct score_modifiers {
+    const void* context = nullptr;
+    void (*apply)(const void* context, const score_tile<T>& tile) = nullptr;
+    bool (*any_kept)(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
+                     std::size_t k1) = nullptr;
 };
 
 // One operand of an attention problem: a batch of matrices. Matrix b's element (i, j) is
@@ -64,6 +88,7 @@ struct attention_problem {
     std::size_t dv() const { return v.matrix.extents[1]; }
     T scale;
     visibility sees;
+    score_modifiers<T> modifiers{};
     // The batch dims in front of the matrices.
     std::size_t batch_rank;
     std::array<std::size_t, max_attention_batch_rank> batch_extents;
@@ -76,23 +101,38 @@ void attention(const attention_problem<double>& problem);
 // (..., D, Tk) as a matmul(q, k.mT()) holds it.
 template <class Target, class Q, class K, class V, class T>
 void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v_expr, T scale, visibility sees,
-                    bool keys_transposed);
+                    bool keys_transposed, score_modifiers<T> modifiers = {});
 
 // The problem of out = attention(q, k, v) over strided elements (kernels/strided.hpp), batch dims
 // broadcast as in matmul; no log-sum-exp asked for. attention_into runs it; a derivative that
 // must run the forward again keeping the log-sum-exp builds it so too.
 template <class T, std::size_t QR, std::size_t KR, std::size_t VR, std::size_t CR>
 attention_problem<T> problem_over(const strided<T, QR>& q, const strided<T, KR>& k, const strided<T, VR>& v, T* out,
-                                  const strided_layout<CR>& out_layout, T scale, visibility sees, bool keys_transposed);
+                                  const strided_layout<CR>& out_layout, T scale, visibility sees, bool keys_transposed,
+                                  score_modifiers<T> modifiers = {});
 
 // Runs the fused kernel for the chapter's expression, returning false (and doing nothing) where
 // the expression only looks like attention: the mask is not causal, the fill is not -inf.
 template <class Target, class Source>
 bool assign_recognised_attention(Target& target, const Source& source);
 
-// target = causal_attention(q, k, v, scale[, window]).
-template <class Target, class Q, class K, class V>
-void assign_attention(Target& target, const attention_node<Q, K, V>& node);
+// target = causal_attention(q, k, v, scale[, window][, modifiers]).
+template <class Target, class Q, class K, class V, class Mods>
+void assign_attention(Target& target, const attention_node<Q, K, V, Mods>& node);
+
+// Where a problem's matrices, queries and keys lie, for modifiers M (attention_modifiers): the
+// context of modifiers_over.
+template <class M>
+struct modifier_frame {
+    const M* modifiers;
+    std::size_t heads;     // matrix m is batch row m / heads + batch origin, head m % heads
+    std::size_t query_origin;  // query i is at query_origin + i, key j at the key origin + j
+};
+
+// The score_modifiers of a problem whose modifiers and coordinates frame holds; frame must
+// outlive the kernel's call.
+template <class T, class M>
+score_modifiers<T> modifiers_over(const modifier_frame<M>& frame);
 
 // ---- implementation -------------------------------------------------------------------------
 
@@ -122,7 +162,7 @@ bool fills_lower_triangle(const X& x, long diagonal) {
 
 template <class Target, class Q, class K, class V, class T>
 void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v_expr, T scale, visibility sees,
-                    bool keys_transposed) {
+                    bool keys_transposed, score_modifiers<T> modifiers) {
     constexpr std::size_t cr = rank_of<Target>;
     const auto q_op = as_strided<T>(q_expr);
     const auto k_op = as_strided<T>(k_expr);
@@ -139,18 +179,19 @@ void attention_into(Target& target, const Q& q_expr, const K& k_expr, const V& v
     if (written.meets(detail::footprint_of(q)) || written.meets(detail::footprint_of(k)) ||
         written.meets(detail::footprint_of(v))) {
         tensor_for<T, dims_of<Target>> aside{typename tensor_for<T, dims_of<Target>>::shape_type(out_extents)};
-        attention_into(aside, q_expr, k_expr, v_expr, scale, sees, keys_transposed);
+        attention_into(aside, q_expr, k_expr, v_expr, scale, sees, keys_transposed, modifiers);
         detail::copy_into(target, aside);
         return;
     }
 
     attention(problem_over<T>(q, k, v, target.data(), strided_layout<cr>{out_extents, out_strides}, scale, sees,
-                              keys_transposed));
+                              keys_transposed, modifiers));
 }
 
 template <class T, std::size_t QR, std::size_t KR, std::size_t VR, std::size_t CR>
 attention_problem<T> problem_over(const strided<T, QR>& q, const strided<T, KR>& k, const strided<T, VR>& v, T* out,
-                                  const strided_layout<CR>& out_layout, T scale, visibility sees, bool keys_transposed) {
+                                  const strided_layout<CR>& out_layout, T scale, visibility sees, bool keys_transposed,
+                                  score_modifiers<T> modifiers) {
     constexpr std::size_t batch = CR - 2;
     static_assert(batch <= max_attention_batch_rank, "shaped::attention: too many batch dims");
     attention_problem<T> p{};
@@ -165,6 +206,7 @@ attention_problem<T> problem_over(const strided<T, QR>& q, const strided<T, KR>&
     p.out = {out, matrix(out_layout, CR - 2, CR - 1), {}};
     p.scale = scale;
     p.sees = sees;
+    p.modifiers = modifiers;
     p.batch_rank = batch;
     const auto qb = detail::batch_strides<batch>(q);
     const auto kb = detail::batch_strides<batch>(k);
@@ -207,13 +249,77 @@ bool assign_recognised_attention(Target& target, const Source& source) {
     return true;
 }
 
-template <class Target, class Q, class K, class V>
-void assign_attention(Target& target, const attention_node<Q, K, V>& node) {
+template <class Target, class Q, class K, class V, class Mods>
+void assign_attention(Target& target, const attention_node<Q, K, V, Mods>& node) {
+    using T = value_type_of<Target>;
+    constexpr std::size_t qr = rank_of<Q>, kr = rank_of<K>;
     const auto q = node.query().extents();
     const auto k = node.key().extents();
-    const long diagonal = static_cast<long>(k[rank_of<K> - 2]) - static_cast<long>(q[rank_of<Q> - 2]);
-    attention_into(target, node.query(), node.key(), node.value(), node.scale(), visibility{true, diagonal, node.window()},
-                   false);
+    const long diagonal = static_cast<long>(k[kr - 2]) - static_cast<long>(q[qr - 2]);
+    if constexpr (std::is_same_v<Mods, no_modifiers>) {
+        const visibility sees{true, diagonal, node.window()};
+        attention_into(target, node.query(), node.key(), node.value(), node.scale(), sees, false);
+    } else {
+        const visibility sees{Mods::causal, diagonal, node.window()};
+        const Mods& mods = node.modifiers();
+        std::size_t heads = mods.heads;
+        if (heads == 0) {  // every batch dim after the first
+            constexpr std::size_t batch = rank_of<Target> - 2;
+            const auto out = node.extents();
+            heads = 1;
+            for (std::size_t i = 1; i < batch; ++i) heads *= out[i];
+        }
+        const modifier_frame<Mods> frame{&mods, std::max<std::size_t>(heads, 1),
+                                         mods.key_origin + static_cast<std::size_t>(diagonal)};
+        attention_into(target, node.query(), node.key(), node.value(), node.scale(), sees, false,
+                       modifiers_over<T>(frame));
+    }
+}
+
+namespace detail {
+
+// The two calls of score_modifiers for modifiers M, each a loop the modifiers are inlined into.
+template <class T, class M>
+struct modifier_calls {
+    static std::pair<batch_index, head_index> row_and_head(const modifier_frame<M>& f, std::size_t matrix) {
+        return {batch_index{matrix / f.heads + f.modifiers->batch_origin}, head_index{matrix % f.heads}};
+    }
+    static void apply(const void* context, const score_tile<T>& tile) {
+        const auto& f = *static_cast<const modifier_frame<M>*>(context);
+        const M& m = *f.modifiers;
+        const auto [b, h] = row_and_head(f, tile.matrix);
+        for (std::size_t r = 0; r < tile.rows; ++r) {
+            const query_position q{f.query_origin + tile.query + r};
+            T* row = tile.scores + r * tile.ld;
+            for (std::size_t j = 0; j < tile.cols; ++j) {
+                const key_position kv{m.key_origin + tile.key + j};
+                if constexpr (M::modifies_scores) row[j] = static_cast<T>(m.score(row[j], b, h, q, kv));
+                if constexpr (M::masks_keys)
+                    if (!m.keeps(b, h, q, kv)) row[j] = -std::numeric_limits<T>::infinity();
+            }
+        }
+    }
+    static bool any_kept(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
+                         std::size_t k1) {
+        const auto& f = *static_cast<const modifier_frame<M>*>(context);
+        const M& m = *f.modifiers;
+        const auto [b, h] = row_and_head(f, matrix);
+        for (std::size_t i = q0; i < q1; ++i)
+            for (std::size_t j = k0; j < k1; ++j)
+                if (m.keeps(b, h, query_position{f.query_origin + i}, key_position{m.key_origin + j})) return true;
+        return false;
+    }
+};
+
+}  // namespace detail
+
+template <class T, class M>
+score_modifiers<T> modifiers_over(const modifier_frame<M>& frame) {
+    score_modifiers<T> out;
+    out.context = &frame;
+    out.apply = &detail::modifier_calls<T, M>::apply;
+    if constexpr (M::masks_keys) out.any_kept = &detail::modifier_calls<T, M>::any_kept;
+    return out;
 }
 
 }  // namespace shaped::kernels

@@ -15,8 +15,8 @@ namespace shaped::kernels::detail {
 
 template <class T>
 inline constexpr bool is_attention = false;
-template <class Q, class K, class V>
-inline constexpr bool is_attention<attention_node<Q, K, V>> = true;
+template <class Q, class K, class V, class Mods>
+inline constexpr bool is_attention<attention_node<Q, K, V, Mods>> = true;
 
 template <class T>
 inline constexpr bool is_softmax = false;

@@ -35,6 +35,11 @@
 //                                              decoding with a RingKVCache of W positions
 //   scale()                                    optional: the factor of q @ k^T, a value_type
 //                                              (HS^-0.5 without it)
+//   score_mod(), mask_mod()                    optional: a score modifier and a mask
+//                                              (expr/attention_modifiers.hpp) step 4 runs in
+//                                              the fused kernel, forward and decoding, given
+//                                              each score's batch row, head (the query head)
+//                                              and absolute positions
 //
 // What heads and heads_of give is checked by name against x (B, T, C): (B, NH, T, HS) with
 // heads_dim, keys and values (B, NKV, T, HS) with kv_heads_dim, (B, T, HS) for one head. So a
@@ -100,6 +105,46 @@ template <class Layer>
 typename Layer::value_type scale_of(const Layer& layer) {
     if constexpr (requires { layer.scale(); }) return layer.scale();
     else return attention_scale<typename Layer::head_size_dim, typename Layer::value_type>;
+}
+
+// A layer's score modifier and mask, as attention_modifiers; with neither, the plain kernel.
+template <class Layer>
+concept modifying_layer = requires(const Layer& layer) { layer.score_mod(); } ||
+                          requires(const Layer& layer) { layer.mask_mod(); };
+template <class Layer>
+auto score_mod_of(const Layer& layer) {
+    if constexpr (requires { layer.score_mod(); }) return layer.score_mod();
+    else return unmodified_scores{};
+}
+template <class Layer>
+auto mask_mod_of(const Layer& layer) {
+    if constexpr (requires { layer.mask_mod(); }) return layer.mask_mod();
+    else return keep_every_key{};
+}
+
+// What step 4 hands the kernel of a modifying layer: batch row b of the problem is the layer's
+// batch row b + batch_origin, key j its position j + key_origin; a head is one of the layer's
+// query heads.
+template <class Layer>
+auto modifiers_of(const Layer& layer, std::size_t batch_origin, std::size_t key_origin) {
+    std::size_t heads = 1;
+    if constexpr (requires { typename Layer::heads_dim; }) heads = Layer::heads_dim::extent;
+    return attention_modifiers<decltype(score_mod_of(layer)), decltype(mask_mod_of(layer))>{
+        score_mod_of(layer), mask_mod_of(layer), heads, batch_origin, key_origin};
+}
+
+// The diagnostic of a layer's modifier of the wrong signature; void where both fit.
+template <class Layer>
+consteval auto modifier_misfit() {
+    using Value = typename Layer::value_type;
+    if constexpr (!score_modifier_for<decltype(score_mod_of(std::declval<const Layer&>())), Value>)
+        return std::type_identity<diag::attention_modifier<Layer, diag::modifier_part::score_mod,
+                                                           decltype(score_mod_of(std::declval<const Layer&>()))>>{};
+    else if constexpr (!key_mask<decltype(mask_mod_of(std::declval<const Layer&>()))>)
+        return std::type_identity<diag::attention_modifier<Layer, diag::modifier_part::mask_mod,
+                                                           decltype(mask_mod_of(std::declval<const Layer&>()))>>{};
+    else
+        return std::type_identity<void>{};
 }
 
 // The dims the routine expects of a layer's heads, by name: (B, heads..., T, HS), heads the
@@ -176,9 +221,9 @@ consteval auto self_attention_misfit() {
             if constexpr (!std::is_same_v<scale, Value>)
                 return std::type_identity<diag::attention_scale_type<Layer, Value, scale>>{};
             else
-                return std::type_identity<void>{};
+                return modifier_misfit<Layer>();
         } else {
-            return std::type_identity<void>{};
+            return modifier_misfit<Layer>();
         }
     }
 }
@@ -216,15 +261,23 @@ auto shared_by_group(const K& k) {
     }
 }
 
-// out = causal_attention(q, k, v, scale[, the layer's window]), grouped as the layer's heads are.
+// out = causal_attention(q, k, v, scale[, the layer's window][, its modifiers]), grouped as the
+// layer's heads are. q, k and v are batch rows batch_origin.. of the layer's, and k's first key
+// is at position key_origin (what a modifier is told).
 template <class Layer, class Out, class Q, class K, class V>
-void attend_heads(const Out& out, const Q& q, const K& k, const V& v, typename Layer::value_type scale) {
-    if constexpr (windowed_layer<Layer>)
-        grouped_queries<Layer>(out) = causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k),
-                                                       shared_by_group<Layer>(v), scale, layer_window_t<Layer>{});
-    else
-        grouped_queries<Layer>(out) =
-            causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale);
+void attend_heads(const Layer& layer, const Out& out, const Q& q, const K& k, const V& v, typename Layer::value_type scale,
+                  std::size_t batch_origin = 0, std::size_t key_origin = 0) {
+    const auto attend = [&](const auto&... window) {
+        if constexpr (modifying_layer<Layer>)
+            grouped_queries<Layer>(out) =
+                causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale,
+                                 window..., modifiers_of(layer, batch_origin, key_origin));
+        else
+            grouped_queries<Layer>(out) = causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k),
+                                                           shared_by_group<Layer>(v), scale, window...);
+    };
+    if constexpr (windowed_layer<Layer>) attend(layer_window_t<Layer>{});
+    else attend();
 }
 
 // Step 2 of the plain paths: the layer's encode_positions, its q and k written back where it
@@ -241,14 +294,15 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
 // counts[b] - 1, and each sees its row's positions up to its own. Positions of out past
 // counts[b] are left as they are (padding).
 template <class Layer, class Out, class Q, class Cache>
-void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
-                           const typename Cache::lengths_type& counts, typename Cache::value_type scale);
+void cached_attention_into(const Layer& layer, const Out& out, const Q& q, const Cache& cache,
+                           const typename Cache::lengths_type& starts, const typename Cache::lengths_type& counts,
+                           typename Cache::value_type scale);
 
 // Steps 3 and 4 with a ring cache, decoding a windowed layer: new queries q and their keys k and
 // values v (B, [NH,] n, HS), batch row b's first counts[b] of them its next positions. Each query
 // sees the last W positions up to its own, held in the ring or new.
 template <class Layer, class Out, class Q, class K, class V, class Cache>
-void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cache& cache,
+void ring_attention_into(const Layer& layer, const Out& out, const Q& q, const K& k, const V& v, Cache& cache,
                          const typename Cache::lengths_type& counts, typename Cache::value_type scale);
 
 // Zeroes positions counts[b] and later of each batch row of out (B, n, D): a ragged batch's padding.
@@ -265,8 +319,8 @@ template <class Layer, class X>
 auto causal_self_attention(const Layer& layer, const X& x) {
     const auto starts = detail::first_positions<dim_at<0, dims_of<X>>>(x.extents()[0]);
     const auto scale = detail::scale_of(layer);
-    return detail::run_self_attention(layer, x, starts, [scale](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
-        detail::attend_heads<Layer>(heads_out, q, k, v, scale);
+    return detail::run_self_attention(layer, x, starts, [&layer, scale](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
+        detail::attend_heads(layer, heads_out, q, k, v, scale);
     });
 }
 template <class Layer, class X>
@@ -286,10 +340,10 @@ auto causal_self_attention(const Layer& layer, const X& x, Cache& cache,
     const auto scale = detail::scale_of(layer);
     auto out = detail::run_self_attention(layer, x, starts, [&](const auto& heads_out, const auto& q, const auto& k, const auto& v) {
         if constexpr (detail::is_ring_kv_cache<Cache>) {
-            detail::ring_attention_into<Layer>(heads_out, q, k, v, cache, *counts, scale);
+            detail::ring_attention_into(layer, heads_out, q, k, v, cache, *counts, scale);
         } else {
             cache.append(k, v, counts);
-            detail::cached_attention_into<Layer>(heads_out, q, cache, starts, *counts, scale);
+            detail::cached_attention_into(layer, heads_out, q, cache, starts, *counts, scale);
         }
     });
     detail::zero_padding(out, *counts);
@@ -316,6 +370,8 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
         // positions' encoding and the heads' attention are recorded operations, the second's
         // value the merged heads, found by argument-dependent lookup (train/attention.hpp). Only
         // the full forward is differentiated.
+        static_assert(!modifying_layer<Layer>,
+                      "shaped::nn: a layer's score_mod() and mask_mod() have no derivative yet; train it without them");
         const auto [encoded_q, encoded_k] = encoded_positions(layer, q, k, starts);
         return layer.project_out(attended_heads<Layer>(encoded_q, encoded_k, v, scale_of(layer), x));
     } else {
@@ -338,8 +394,9 @@ void encode_positions_in_place(const Layer& layer, const Q& q, const K& k, std::
 }
 
 template <class Layer, class Out, class Q, class Cache>
-void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const typename Cache::lengths_type& starts,
-                           const typename Cache::lengths_type& counts, typename Cache::value_type scale) {
+void cached_attention_into(const Layer& layer, const Out& out, const Q& q, const Cache& cache,
+                           const typename Cache::lengths_type& starts, const typename Cache::lengths_type& counts,
+                           typename Cache::value_type scale) {
     using B = typename Cache::batch_dim;
     using S = typename Cache::length_dim;
     using Tq = dim_at<rank_of<Q> - 2, dims_of<Q>>;
@@ -351,7 +408,7 @@ void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const
     const bool even = std::all_of(starts.begin(), starts.end(), [&](std::size_t s) { return s == starts[0]; }) &&
                       std::all_of(counts.begin(), counts.end(), [&](std::size_t c) { return c == n; });
     if (even) {
-        attend_heads<Layer>(out, q, keys, values, scale);
+        attend_heads(layer, out, q, keys, values, scale);
         return;
     }
     // A ragged batch: each row is a problem of its own, over its own positions only.
@@ -362,13 +419,13 @@ void cached_attention_into(const Out& out, const Q& q, const Cache& cache, const
         const auto row_keys = select<B>(keys, b);
         const auto row_values = select<B>(values, b);
         const auto row_out = select<B>(out, b);
-        attend_heads<Layer>(slice<Tq>(row_out, 0, counts[b]), slice<Tq>(row_queries, 0, counts[b]),
-                            slice<S>(row_keys, 0, seen), slice<S>(row_values, 0, seen), scale);
+        attend_heads(layer, slice<Tq>(row_out, 0, counts[b]), slice<Tq>(row_queries, 0, counts[b]),
+                     slice<S>(row_keys, 0, seen), slice<S>(row_values, 0, seen), scale, b);
     }
 }
 
 template <class Layer, class Out, class Q, class K, class V, class Cache>
-void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cache& cache,
+void ring_attention_into(const Layer& layer, const Out& out, const Q& q, const K& k, const V& v, Cache& cache,
                          const typename Cache::lengths_type& counts, typename Cache::value_type scale) {
     using T = typename Cache::value_type;
     using B = typename Cache::batch_dim;
@@ -376,9 +433,10 @@ void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cac
     using Tq = dim_at<rank_of<Q> - 2, dims_of<Q>>;
     constexpr std::size_t ring = Cache::capacity;
     const std::size_t n = q.extents()[rank_of<Q> - 2];
-    if (n == 1) {
+    if (n == 1 && !modifying_layer<Layer>) {
         // A step: once its key is in, a row's ring holds exactly the positions its one query
-        // sees, the last W, so attention reads the slots in place, in whatever order they lie.
+        // sees, the last W, so attention reads the slots in place, in whatever order they lie
+        // (a modifier is told positions, so a modifying layer's step takes the chunk's way).
         cache.append(k, v, counts);
         const auto held = cache.held();
         const auto keys = cache.keys();
@@ -386,15 +444,15 @@ void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cac
         const bool even = std::all_of(held.begin(), held.end(), [&](std::size_t h) { return h == held[0]; }) &&
                           std::all_of(counts.begin(), counts.end(), [](std::size_t c) { return c == 1; });
         if (even) {
-            attend_heads<Layer>(out, q, keys, values, scale);
+            attend_heads(layer, out, q, keys, values, scale);
             return;
         }
         for (std::size_t b = 0; b < B::extent; ++b) {
             if (counts[b] == 0) continue;
             const auto row_keys = select<B>(keys, b);
             const auto row_values = select<B>(values, b);
-            attend_heads<Layer>(select<B>(out, b), select<B>(q, b), slice<S>(row_keys, 0, held[b]),
-                                slice<S>(row_values, 0, held[b]), scale);
+            attend_heads(layer, select<B>(out, b), select<B>(q, b), slice<S>(row_keys, 0, held[b]),
+                         slice<S>(row_values, 0, held[b]), scale, b);
         }
         return;
     }
@@ -429,7 +487,8 @@ void ring_attention_into(const Out& out, const Q& q, const K& k, const V& v, Cac
         const auto row_values = gather(select<B>(values, b), select<B>(v, b));
         const auto row_queries = select<B>(q, b);
         const auto row_out = select<B>(out, b);
-        attend_heads<Layer>(slice<Tq>(row_out, 0, count), slice<Tq>(row_queries, 0, count), row_keys, row_values, scale);
+        attend_heads(layer, slice<Tq>(row_out, 0, count), slice<Tq>(row_queries, 0, count), row_keys, row_values, scale,
+                     b, start - older);
     }
     cache.append(k, v, counts);
 }

@@ -89,6 +89,21 @@ struct attention_scale_type : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_SCALE_TYPE);
 };
 
+// A layer's own score_mod() or mask_mod() (expr/attention_modifiers.hpp): the layer, which one
+// (modifier_part), what it returns.
+#define SHAPED_RULE_ATTENTION_MODIFIER                                                               \
+    "a layer's score_mod() returns a function score(value_type s, batch_index, head_index, "          \
+    "query_position, key_position) -> value_type, its mask_mod() a function keeps(batch_index, "     \
+    "head_index, query_position, key_position) -> bool"
+template <class... Shown>
+struct attention_modifier : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::nn::attention: " SHAPED_RULE_ATTENTION_MODIFIER);
+};
+namespace modifier_part {
+struct score_mod;
+struct mask_mod;
+}  // namespace modifier_part
+
 // Asserted in GroupedQueryAttention's class, with the window type in the condition.
 #define SHAPED_RULE_LAYER_WINDOW "a layer's Window is shaped::window<W> (a sliding window of W) or nn::no_window"
 

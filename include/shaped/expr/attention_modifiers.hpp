@@ -1,0 +1,93 @@
+#pragma once
+// Score and mask modifiers of causal_attention: plain functions of a score and where it is,
+// inlined into the one fused kernel (kernels/attention.hpp), as PyTorch's FlexAttention takes
+// score_mod(score, b, h, q_idx, kv_idx) and mask_mod(b, h, q_idx, kv_idx):
+//
+//   score(s, b, h, q, kv) -> T      the score of query q for key kv, s = q . k * scale on entry
+//                                   (ALiBi: s - slope(h) * (q - kv); soft-capping c tanh(s / c))
+//   keeps(b, h, q, kv)    -> bool   whether q sees kv at all, on top of causality and any window
+//                                   (a document mask, a prefix-LM); a key block no query of a
+//                                   block keeps is skipped, never computed
+//
+// Each coordinate has a type of its own, so that a modifier that swaps the query and the key, or
+// the batch row and the head, is a compile error rather than a wrong number. Positions are
+// absolute: a decoding step's query is at its place in the sequence, not at 0.
+
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+namespace shaped {
+
+// A batch row (the first batch dim), a head (the batch dims after it, flattened: query head
+// kv_head * G + g for grouped heads), a query's position and a key's position.
+struct batch_index {
+    std::size_t value;
+};
+struct head_index {
+    std::size_t value;
+};
+struct query_position {
+    std::size_t value;
+};
+struct key_position {
+    std::size_t value;
+};
+
+// How far the query is past the key (negative where the key is after it): ALiBi's distance.
+constexpr std::ptrdiff_t operator-(query_position q, key_position kv) {
+    return static_cast<std::ptrdiff_t>(q.value) - static_cast<std::ptrdiff_t>(kv.value);
+}
+
+// The modifiers' defaults: the score as computed, every key kept.
+struct unmodified_scores {
+    template <class T>
+    constexpr T operator()(T score, batch_index, head_index, query_position, key_position) const {
+        return score;
+    }
+};
+struct keep_every_key {
+    constexpr bool operator()(batch_index, head_index, query_position, key_position) const { return true; }
+};
+
+// A mask declaring `static constexpr bool causal = false` replaces causality: a prefix-LM's
+// prefix sees itself whole. Any other mask drops keys on top of causality (and a window).
+template <class Mask>
+consteval bool mask_is_causal() {
+    if constexpr (requires { Mask::causal; }) return Mask::causal;
+    else return true;
+}
+
+// A score modifier and a mask, with where the problem's first matrix, query and key lie: the
+// matrix m of the problem (counted row-major over its batch dims) is batch row
+// m / heads + batch_origin and head m % heads; key j is at position key_origin + j, and query i
+// of Tq against Tk keys at key_origin + Tk - Tq + i (the queries are the last Tq positions).
+// heads 0: every batch dim after the first is a head dim (one head where there is none).
+template <class Score = unmodified_scores, class Mask = keep_every_key>
+struct attention_modifiers {
+    Score score{};
+    Mask keeps{};
+    std::size_t heads = 0;
+    std::size_t batch_origin = 0;
+    std::size_t key_origin = 0;
+
+    static constexpr bool modifies_scores = !std::is_same_v<Score, unmodified_scores>;
+    static constexpr bool masks_keys = !std::is_same_v<Mask, keep_every_key>;
+    static constexpr bool causal = mask_is_causal<Mask>();
+};
+
+template <class M>
+inline constexpr bool is_attention_modifiers = false;
+template <class S, class M>
+inline constexpr bool is_attention_modifiers<attention_modifiers<S, M>> = true;
+
+// The node of causal_attention without modifiers.
+struct no_modifiers {};
+
+// Whether Score and Mask have the signatures above for scores of type T.
+template <class Score, class T>
+concept score_modifier_for = std::is_invocable_r_v<T, const Score&, T, batch_index, head_index, query_position, key_position>;
+template <class Mask>
+concept key_mask = std::is_invocable_r_v<bool, const Mask&, batch_index, head_index, query_position, key_position>;
+
+}  // namespace shaped

@@ -1,0 +1,259 @@
+// Score and mask modifiers in the fused attention kernel against a dense naive reference in
+// double (the scores, the modifier, the mask, the softmax, the values): ALiBi, soft-capping and a
+// document mask over sizes that take the kernel's one-vector, row and block paths, with windows,
+// grouped heads, a mask that replaces causality (prefix-LM) and key blocks skipped; then a layer
+// of the user's with modifiers, whose cached decoding (chunks, ragged batches, a ring cache)
+// equals its full forward.
+
+#include "reference.hpp"
+
+#include <shaped/shaped.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <optional>
+#include <random>
+#include <vector>
+
+namespace {
+
+using B = shaped::dim<"B", 2>;
+using NH = shaped::dim<"NH", 3>;
+using Td = shaped::dim<"T">;
+using Sd = shaped::dim<"S">;
+using Hd = shaped::dim<"H">;
+using Dd = shaped::dim<"D">;
+
+// ALiBi's bias: each head's slope times how far back the key is (Press et al.; slopes 2^-(h+1)).
+struct alibi {
+    template <class T>
+    T operator()(T s, shaped::batch_index, shaped::head_index h, shaped::query_position q,
+                 shaped::key_position kv) const {
+        return s - std::ldexp(T{1}, -static_cast<int>(h.value + 1)) * static_cast<T>(q - kv);
+    }
+};
+// Gemma 2's soft-capping: c tanh(s / c), plus the batch row, so that a wrong row is seen.
+struct soft_cap {
+    double c;
+    template <class T>
+    T operator()(T s, shaped::batch_index b, shaped::head_index, shaped::query_position, shaped::key_position) const {
+        return static_cast<T>(c) * std::tanh(s / static_cast<T>(c)) + static_cast<T>(b.value) * T{0.25};
+    }
+};
+// Documents packed in one row: row b's documents are `length + b` positions long each, and a
+// query sees only its own document's keys.
+struct same_document {
+    std::size_t length;
+    std::size_t document(shaped::batch_index b, std::size_t position) const { return position / (length + b.value); }
+    bool operator()(shaped::batch_index b, shaped::head_index, shaped::query_position q, shaped::key_position kv) const {
+        return document(b, q.value) == document(b, kv.value);
+    }
+};
+// A prefix-LM: the first `prefix` positions see one another whole, the rest causally.
+struct prefix_lm {
+    static constexpr bool causal = false;
+    std::size_t prefix;
+    bool operator()(shaped::batch_index, shaped::head_index, shaped::query_position q, shaped::key_position kv) const {
+        return kv.value <= q.value || kv.value < prefix;
+    }
+};
+
+// out = softmax(score(q k^T scale), masked) v, dense, for matrices laid out one after another
+// (q tq x d, k tk x d, v tk x dv each); matrix m is batch row m / heads + batch_origin and head
+// m % heads; queries are the last tq of the tk positions, key j at key_origin + j.
+template <class Mods>
+std::vector<double> naive_modified(const std::vector<double>& q, const std::vector<double>& k,
+                                   const std::vector<double>& v, std::size_t tq, std::size_t tk, std::size_t d,
+                                   std::size_t dv, double scale, const Mods& mods, std::size_t heads,
+                                   std::optional<std::size_t> window = std::nullopt) {
+    const std::size_t matrices = q.size() / (tq * d);
+    std::vector<double> out(matrices * tq * dv);
+    std::vector<double> w(tk);
+    for (std::size_t m = 0; m < matrices; ++m) {
+        const shaped::batch_index b{m / heads + mods.batch_origin};
+        const shaped::head_index h{m % heads};
+        const std::size_t kb = k.size() / (tk * d) == 1 ? 0 : m;  // keys shared by every matrix
+        for (std::size_t i = 0; i < tq; ++i) {
+            const std::size_t qpos = mods.key_origin + tk - tq + i;
+            double max = -std::numeric_limits<double>::infinity();
+            for (std::size_t j = 0; j < tk; ++j) {
+                const std::size_t kpos = mods.key_origin + j;
+                double s = 0;
+                for (std::size_t c = 0; c < d; ++c) s += q[(m * tq + i) * d + c] * k[(kb * tk + j) * d + c];
+                s = mods.score(s * scale, b, h, shaped::query_position{qpos}, shaped::key_position{kpos});
+                bool seen = mods.keeps(b, h, shaped::query_position{qpos}, shaped::key_position{kpos});
+                if (std::remove_cvref_t<decltype(mods)>::causal) seen = seen && kpos <= qpos;
+                if (window) seen = seen && kpos + *window > qpos;
+                w[j] = seen ? s : -std::numeric_limits<double>::infinity();
+                max = std::max(max, w[j]);
+            }
+            double sum = 0;
+            for (std::size_t j = 0; j < tk; ++j) sum += w[j] = std::exp(w[j] - max);
+            for (std::size_t c = 0; c < dv; ++c) {
+                double acc = 0;
+                for (std::size_t j = 0; j < tk; ++j) acc += w[j] * v[(kb * tk + j) * dv + c];
+                out[(m * tq + i) * dv + c] = acc / sum;
+            }
+        }
+    }
+    return out;
+}
+
+template <class V>
+double tolerance() {
+    return std::is_same_v<V, float> ? 3e-5 : 1e-12;
+}
+
+// causal_attention with modifiers of the last tq of tk positions, (B, NH, T, H) heads, fused,
+// against the dense reference; then held in a variable first, the same numbers.
+template <class V, class Mods>
+void check_modified(std::size_t tk, std::size_t tq, std::size_t h, const Mods& mods,
+                    std::optional<std::size_t> window = std::nullopt) {
+    CAPTURE(tk, tq, h, mods.batch_origin, mods.key_origin, window.value_or(0));
+    shaped::Generator gen(tk * 7 + tq + h);
+    const auto q_all = shaped::randn<V, B, NH, Td, Hd>(gen, Td{tk}, Hd{h});
+    const auto k = shaped::randn<V, B, NH, Sd, Hd>(gen, Sd{tk}, Hd{h});
+    const auto v = shaped::randn<V, B, NH, Sd, Dd>(gen, Sd{tk}, Dd{24});
+    const auto q = shaped::slice<Td>(q_all, tk - tq, tk);
+    shaped::Tensor<V, B, NH, Td, Dd> out = shaped::zeros<V, B, NH, Td, Dd>(Td{tq}, Dd{24});
+    if (window) {
+        REQUIRE(*window == 5);
+        if constexpr (Mods::causal) out = shaped::causal_attention(q, k, v, V{0.3}, shaped::window<5>{}, mods);
+    } else {
+        const auto held = shaped::causal_attention(q, k, v, V{0.3}, mods);
+        out = held;
+    }
+    const auto want = naive_modified(ref::values(q), ref::values(k), ref::values(v), tq, tk, h, 24, 0.3, mods,
+                                     NH::extent, window);
+    ref::require_close(ref::values(out), want, tolerance<V>());
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("score and mask modifiers meet the dense reference: one-vector, row and block paths",
+                   "[attention][modifiers]", float, double) {
+    using V = TestType;
+    const std::size_t tk = GENERATE(1, 5, 9, 64, 65, 130, 200);
+    const std::size_t tq = GENERATE(1, 3, 9, 70, 200);
+    const std::size_t h = GENERATE(5, 16);
+    if (tq > tk) return;
+    check_modified<V>(tk, tq, h, shaped::attention_modifiers<alibi>{});
+    check_modified<V>(tk, tq, h, shaped::attention_modifiers<soft_cap>{{2.0}});
+    check_modified<V>(tk, tq, h, shaped::attention_modifiers<shaped::unmodified_scores, same_document>{{}, {7}});
+    // Both, told that the problem's first batch row and key are further on.
+    check_modified<V>(tk, tq, h, shaped::attention_modifiers<alibi, same_document>{{}, {20}, 0, 1, 33});
+    check_modified<V>(tk, tq, h, shaped::attention_modifiers<soft_cap, same_document>{{1.5}, {9}}, 5);
+}
+
+TEMPLATE_TEST_CASE("a mask that replaces causality: a prefix-LM's prefix sees itself whole", "[attention][modifiers]",
+                   float, double) {
+    using V = TestType;
+    const std::size_t t = GENERATE(1, 6, 9, 64, 100, 200);
+    const std::size_t prefix = GENERATE(0, 1, 5, 70);
+    check_modified<V>(t, t, 16, shaped::attention_modifiers<alibi, prefix_lm>{{}, {prefix}});
+    // Prefix-LM's first query sees the prefix's later keys: not causal.
+    if (prefix > 1 && t > prefix) {
+        shaped::Generator gen(3);
+        const auto q = shaped::randn<V, Td, Hd>(gen, Td{t}, Hd{4});
+        const auto k = shaped::randn<V, Td, Hd>(gen, Td{t}, Hd{4});
+        const auto v = shaped::randn<V, Td, Dd>(gen, Td{t}, Dd{4});
+        const shaped::Tensor<V, Td, Dd> lm = shaped::causal_attention(q, k, v, V{1}, shaped::attention_modifiers<shaped::unmodified_scores, prefix_lm>{{}, {prefix}});
+        const shaped::Tensor<V, Td, Dd> causal = shaped::causal_attention(q, k, v, V{1});
+        REQUIRE(std::abs(lm(0, 0) - causal(0, 0)) > 1e-6);
+        REQUIRE(lm(prefix, 0) == Approx(causal(prefix, 0)).margin(tolerance<V>()));
+    }
+}
+
+TEST_CASE("modifiers with grouped heads: a query head is kv_head * G + g", "[attention][modifiers]") {
+    using NKV = shaped::dim<"NKV", 2>;
+    using G = shaped::dim<"G", 3>;
+    using G1 = shaped::dim<"G", 1>;
+    const std::size_t t = GENERATE(3, 70);
+    shaped::Generator gen(t);
+    const auto q = shaped::randn<double, B, NKV, G, Td, Hd>(gen, Td{t}, Hd{8});
+    const auto k = shaped::randn<double, B, NKV, G1, Sd, Hd>(gen, Sd{t}, Hd{8});
+    const auto v = shaped::randn<double, B, NKV, G1, Sd, Hd>(gen, Sd{t}, Hd{8});
+    const shaped::attention_modifiers<alibi, same_document> mods{{}, {4}};
+    const shaped::Tensor<double, B, NKV, G, Td, Hd> out = shaped::causal_attention(q, k, v, 0.5, mods);
+    // The reference per key/value head: its G query heads against its keys, heads numbered on.
+    const auto qs = ref::values(q), ks = ref::values(k), vs = ref::values(v), got = ref::values(out);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t kv = 0; kv < 2; ++kv) {
+            const std::size_t qm = (b * 2 + kv) * 3, km = b * 2 + kv, n = t * 8;
+            const std::vector<double> qg(qs.begin() + qm * n, qs.begin() + (qm + 3) * n);
+            const std::vector<double> kg(ks.begin() + km * n, ks.begin() + (km + 1) * n);
+            const std::vector<double> vg(vs.begin() + km * n, vs.begin() + (km + 1) * n);
+            std::vector<double> want(3 * n);
+            for (std::size_t g = 0; g < 3; ++g) {
+                for (std::size_t i = 0; i < t; ++i) {
+                    // Dense, straight from the definition, with head kv * 3 + g.
+                    const shaped::head_index head{kv * 3 + g};
+                    double max = -INFINITY;
+                    std::vector<double> w(t);
+                    for (std::size_t j = 0; j < t; ++j) {
+                        double s = 0;
+                        for (std::size_t c = 0; c < 8; ++c) s += qg[g * n + i * 8 + c] * kg[j * 8 + c];
+                        s = alibi{}(s * 0.5, {b}, head, {i}, {j});
+                        const bool seen = j <= i && mods.keeps({b}, head, {i}, {j});
+                        w[j] = seen ? s : -INFINITY;
+                        max = std::max(max, w[j]);
+                    }
+                    double sum = 0;
+                    for (double& e : w) sum += e = std::exp(e - max);
+                    for (std::size_t c = 0; c < 8; ++c) {
+                        double acc = 0;
+                        for (std::size_t j = 0; j < t; ++j) acc += w[j] * vg[j * 8 + c];
+                        want[g * n + i * 8 + c] = acc / sum;
+                    }
+                }
+            }
+            const std::vector<double> got_group(got.begin() + qm * n, got.begin() + (qm + 3) * n);
+            ref::require_close(got_group, want, 1e-12);
+        }
+}
+
+TEST_CASE("a key block no query of a block keeps is skipped: documents as blocks", "[attention][modifiers]") {
+    // Documents of 64 positions (row 0) and 65 (row 1), T 256: the fused result is the dense one,
+    // and every query's weights leave its document's keys alone (values one-hot by document).
+    using T256 = shaped::dim<"T", 256>;
+    using P = shaped::dim<"P", 4>;
+    shaped::Generator gen(9);
+    const auto q = shaped::randn<double, B, T256, Hd>(gen, Hd{32});
+    const auto k = shaped::randn<double, B, T256, Hd>(gen, Hd{32});
+    shaped::Tensor<double, B, T256, P> v = shaped::zeros<double, B, T256, P>();
+    const same_document docs{64};
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 256; ++j) v(b, j, docs.document({b}, j)) = 1;
+    const shaped::Tensor<double, B, T256, P> out =
+        shaped::causal_attention(q, k, v, 0.2, shaped::attention_modifiers<shaped::unmodified_scores, same_document>{{}, docs, 1});
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t i = 0; i < 256; ++i)
+            for (std::size_t d = 0; d < 4; ++d) {
+                CAPTURE(b, i, d);
+                REQUIRE(out(b, i, d) == Approx(d == docs.document({b}, i) ? 1.0 : 0.0).margin(1e-12));
+            }
+}
+
+TEST_CASE("a mask that drops every key of a query gives NaN, as the unfused softmax", "[attention][modifiers]") {
+    struct nothing {
+        bool operator()(shaped::batch_index, shaped::head_index, shaped::query_position q, shaped::key_position) const {
+            return q.value % 2 == 0;  // odd queries see nothing
+        }
+    };
+    const std::size_t t = GENERATE(5, 12, 100);
+    shaped::Generator gen(t);
+    const auto q = shaped::randn<float, Td, Hd>(gen, Td{t}, Hd{8});
+    const auto k = shaped::randn<float, Td, Hd>(gen, Td{t}, Hd{8});
+    const auto v = shaped::randn<float, Td, Hd>(gen, Td{t}, Hd{8});
+    const shaped::Tensor<float, Td, Hd> out =
+        shaped::causal_attention(q, k, v, 1.0f, shaped::attention_modifiers<shaped::unmodified_scores, nothing>{});
+    const shaped::Tensor<float, Td, Hd> plain = shaped::causal_attention(q, k, v, 1.0f);
+    for (std::size_t i = 0; i < t; ++i) {
+        CAPTURE(i);
+        if (i % 2) REQUIRE(std::isnan(out(i, 0)));
+        else REQUIRE(out(i, 0) == Approx(plain(i, 0)).margin(1e-5));
+    }
+}
