@@ -43,7 +43,7 @@ constexpr std::ptrdiff_t signed_size(std::size_t n) { return static_cast<std::pt
 // Per-thread working memory, kept between calls so that a steady state allocates nothing.
 template <class T>
 struct scratch {
-    buffer<T> keys, keys_t, values_t, queries, dout, row_lse, row_delta, dq, dk, dv, scores, dscores;
+    buffer<T> keys, keys_t, values_t, queries, dout, row_lse, row_delta, dq, dk, dv, scores, dscores, slopes;
 };
 template <class T>
 scratch<T>& thread_scratch() {
@@ -173,6 +173,15 @@ bool sees_any(const attention_problem<T>& p, std::size_t i0, std::size_t j0) {
     return j0 <= i_last && j_last + reach(p) > i0;
 }
 
+// Whether the problem's mask keeps any key of tile j0 for a query of tile i0 (a pair it drops
+// whole is never computed).
+template <class T>
+bool kept_by_mask(const attention_problem<T>& p, std::size_t matrix, std::size_t i0, std::size_t j0) {
+    if (!p.modifiers.any_kept) return true;
+    return p.modifiers.any_kept(p.modifiers.context, matrix, i0, std::min(i0 + tile, p.tq()), j0,
+                                std::min(j0 + tile, p.tk()));
+}
+
 // One matrix of an operand: row t's element c is data[t * row + c * column].
 template <class P>
 struct matrix_rows {
@@ -258,7 +267,62 @@ struct packed_head {
     T* dv;              // (T, padded), summed over the group
     T* scores;          // (tile, tile): S, then P
     T* dscores;         // (tile, tile): dP, then dS
+    T* slopes;          // (tile, tile): the modifier's derivative, where the problem has one
+    std::size_t matrix; // the query head's matrix, counted row-major over the batch dims
 };
+
+// Step 2. and 4. below for a problem with modifiers: the scaled scores modified and masked
+// (kernels/attention.hpp's score_modifiers), P = exp(modified - lse) where seen, the gradient of
+// the modified scores P (dP - delta) times the modifier's slope (handed to a learned modifier),
+// then dS = that times the scale.
+template <class T>
+void modified_weights(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0,
+                      bool diagonal) {
+    constexpr std::size_t N = lanes<T>;
+    const auto& mods = p.modifiers;
+    const std::size_t rows = std::min(tile, p.tq() - i0), cols = std::min(tile, p.tk() - j0);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t j = 0; j < tile; ++j) m.scores[r * tile + j] *= p.scale;
+    const score_tile<T> scores{m.scores, tile, rows, cols, m.matrix, i0, j0};
+    if (mods.derive) mods.derive(mods.context, scores, m.slopes);
+    else mods.apply(mods.context, scores);
+    for (std::size_t r = 0; r < tile; ++r) {
+        T* s = m.scores + r * tile;
+        T* ds = m.dscores + r * tile;
+        const visible_span seen = span_of(p, i0 + r, j0);
+        if (seen.from == seen.to) {
+            std::fill(s, s + tile, T{0});
+            std::fill(ds, ds + tile, T{0});
+            continue;
+        }
+        const vec<T> minus_lse(-m.lse[i0 + r]), delta(m.delta[i0 + r]);
+        const std::size_t computed = diagonal ? round_up(seen.to, N) : tile;
+        for (std::size_t j = 0; j < computed; j += N) {
+            const vec<T> weight = xsimd::exp(vec<T>::load_aligned(s + j) + minus_lse);
+            weight.store_aligned(s + j);
+            (weight * (vec<T>::load_aligned(ds + j) - delta)).store_aligned(ds + j);
+        }
+        std::fill(s, s + seen.from, T{0});
+        std::fill(s + seen.to, s + tile, T{0});
+        std::fill(ds, ds + seen.from, T{0});
+        std::fill(ds + seen.to, ds + tile, T{0});
+    }
+    if (mods.derive)
+        for (std::size_t r = 0; r < rows; ++r) {
+            T* ds = m.dscores + r * tile;
+            const T* slope = m.slopes + r * tile;
+            for (std::size_t j = 0; j < tile; j += N)
+                (vec<T>::load_aligned(ds + j) * vec<T>::load_aligned(slope + j)).store_aligned(ds + j);
+        }
+    // Now the gradient with respect to the score the modifier was given, which a learned bias
+    // added to it shares.
+    if (mods.learn) mods.learn(mods.context, {m.dscores, tile, rows, cols, m.matrix, i0, j0});
+    const vec<T> scale(p.scale);
+    for (std::size_t r = 0; r < rows; ++r) {
+        T* ds = m.dscores + r * tile;
+        for (std::size_t j = 0; j < tile; j += N) (vec<T>::load_aligned(ds + j) * scale).store_aligned(ds + j);
+    }
+}
 
 // One pair of tiles, queries i0 against keys j0: 1. S = q k^T, 2. P = exp(scale S - lse) where
 // seen, 3. dP = dout v^T, 4. dS = scale P (dP - delta), 5. dv += P^T dout, dk += dS^T q,
@@ -281,6 +345,9 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
              part(causal_part::columns_to_row));
 
     // 2. and 4., row by row; entries a query does not see are zero in P and dS.
+    if (p.modifiers.apply) {
+        modified_weights(p, m, i0, j0, diagonal);
+    } else {
     const bool whole = sees_all(p, i0, j0);
     const vec<T> scale(p.scale);
     for (std::size_t r = 0; r < tile; ++r) {
@@ -304,6 +371,7 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
         std::fill(s + seen.to, s + tile, T{0});
         std::fill(ds, ds + seen.from, T{0});
         std::fill(ds + seen.to, ds + tile, T{0});
+    }
     }
 
     // 5.
@@ -364,14 +432,16 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
     T* dv = sized(s.dv, rows * padded);
     std::fill(dk, dk + rows * padded, T{0});
     std::fill(dv, dv + rows * padded, T{0});
-    const packed_head<T> m{padded,    keys, keys_t, values_t, queries, dout_rows, row_lse, row_delta, dq, dk, dv,
-                           sized(s.scores, tile * tile), sized(s.dscores, tile * tile)};
+    packed_head<T> m{padded, keys, keys_t, values_t, queries, dout_rows, row_lse, row_delta, dq, dk, dv,
+                     sized(s.scores, tile * tile), sized(s.dscores, tile * tile),
+                     p.modifiers.derive ? sized(s.slopes, tile * tile) : nullptr, 0};
 
     // 2.
     for (std::size_t member = 0; member < split.members; ++member) {
         const batch_index index = index_of(p, split, task, member);
         std::size_t matrix = 0;  // row-major over the batch dims, as lse is laid out
         for (std::size_t i = 0; i < rank; ++i) matrix = matrix * p.batch_extents[i] + index[i];
+        m.matrix = matrix;
         const matrix_rows<T> out = matrix_of(p.out, index, rank);
         pack_rows(p, matrix_of(p.q, index, rank), 0, rows, padded, queries);
         pack_rows(p, matrix_rows<const T>{dout + (out.data - p.out.data), out.row, out.column}, 0, rows, padded,
@@ -391,7 +461,7 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
         // its window are never visited.
         for (std::size_t j0 = 0; j0 < rows; j0 += tile)
             for (std::size_t i0 = j0; i0 < rows && i0 < j0 + tile + reach(p); i0 += tile)
-                if (sees_any(p, i0, j0)) backward_pair(p, m, i0, j0);
+                if (sees_any(p, i0, j0) && kept_by_mask(p, matrix, i0, j0)) backward_pair(p, m, i0, j0);
         add_rows(p, dq, padded, matrix_of(grads.dq, index, rank));
     }
 
@@ -405,7 +475,9 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
 template <class T>
 bool covers(const attention_problem<T>& p) {
     if (!p.sees.causal || p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse) return false;
-    if (p.modifiers.apply || p.modifiers.any_kept) return false;
+    // Modifiers: as many as the forward ran, with the backward's calls (a score modifier's
+    // derivative); a mask that replaces causality is beyond it.
+    if (p.modifiers.apply && (!p.sees.causal || (p.modifiers.modifies_scores && !p.modifiers.derive))) return false;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];
         const bool k_shared = n > 1 && p.k.batch[i] == 0, v_shared = n > 1 && p.v.batch[i] == 0;

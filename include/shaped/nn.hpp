@@ -3,6 +3,7 @@
 // The checks first, so that a failed one is reported under the shortest chain of includes.
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/nn/attention.hpp>
+#include <shaped/nn/attention_modifiers.hpp>
 #include <shaped/nn/block.hpp>
 #include <shaped/nn/causal_layer.hpp>
 #include <shaped/nn/causal_self_attention.hpp>

@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <optional>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -256,4 +258,110 @@ TEST_CASE("a mask that drops every key of a query gives NaN, as the unfused soft
         if (i % 2) REQUIRE(std::isnan(out(i, 0)));
         else REQUIRE(out(i, 0) == Approx(plain(i, 0)).margin(1e-5));
     }
+}
+
+// ---- the derivative: a layer's modifiers through the fused backward --------------------------------
+
+namespace {
+using C8 = shaped::dim<"C", 8>;
+using NH2 = shaped::dim<"NH", 2>;
+using HS4 = shaped::dim<"HS", 4>;
+using Buckets = shaped::dim<"K", 5>;
+using B2 = shaped::dim<"B", 2>;
+using T7 = shaped::dim<"T", 7>;
+using Heads = shaped::nn::MultiHeadAttention<C8, NH2, HS4, true, double>;
+
+// nanoGPT's attention with a learned relative bias (a table of 5 distance buckets per head, its
+// distances clamped), ALiBi, soft-capping and documents of 3 positions, as a user writes it:
+// heads borrowed from nn::MultiHeadAttention, the modifiers from nn/attention_modifiers.hpp.
+struct clamp_to_buckets {
+    std::ptrdiff_t operator()(std::ptrdiff_t distance) const { return std::min<std::ptrdiff_t>(distance, 4); }
+};
+struct three_per_document {
+    int operator()(std::size_t, std::size_t position) const { return static_cast<int>(position / 3); }
+};
+template <bool Learned, bool Capped, bool Documents>
+struct VariantAttention : shaped::nn::causal_layer<VariantAttention<Learned, Capped, Documents>> {
+    using value_type = double;
+    using channel_dim = C8;
+    using heads_dim = NH2;
+    using head_size_dim = HS4;
+    using merged_dim = C8;
+    BOOST_HANA_DEFINE_STRUCT(VariantAttention,
+        (shaped::nn::Linear<C8, Heads::fused_dim, true, double>, c_attn),
+        (shaped::nn::Linear<C8, C8, true, double>, c_proj),
+        (shaped::Tensor<double, NH2, Buckets>, relative));
+
+    // ALiBi, then the cap; the learned bias added to the score before both.
+    auto score_mod() const {
+        const auto after = [] {
+            if constexpr (Capped) return shaped::nn::then_modify<shaped::nn::alibi<NH2>, shaped::nn::soft_cap>{{}, {1.5}};
+            else return shaped::nn::alibi<NH2>{};
+        }();
+        if constexpr (Learned)
+            return shaped::nn::learned_bias<shaped::Tensor<double, NH2, Buckets>, clamp_to_buckets, decltype(after)>{
+                &relative, {}, after};
+        else
+            return after;
+    }
+    auto mask_mod() const {
+        if constexpr (Documents) return shaped::nn::same_document<three_per_document>{&documents};
+        else return shaped::keep_every_key{};
+    }
+    template <class X>
+    auto project(const X& x) const { return eval(c_attn(x)); }
+    template <class QKV>
+    static auto heads(QKV& qkv) { return Heads::heads(qkv); }
+    shaped::nn::no_position_encoding encode_positions;
+    template <class M>
+    static auto heads_of(M& merged) { return Heads::heads_of(merged); }
+    template <class M>
+    auto project_out(const M& merged) const { return eval(c_proj(merged)); }
+    three_per_document documents;
+};
+}  // namespace
+
+namespace {
+// value_and_grad's gradients of a loss through layer against central differences; returns how
+// many elements of which parameter reach the loss.
+template <class Layer>
+std::map<std::string, std::size_t> check_variant_gradients(std::uint64_t seed) {
+    shaped::Generator gen(seed);
+    Layer layer;
+    shaped::nn::for_each_parameter(layer, [&](std::string_view, auto& p) { gen.fill_normal(p.elements()); });
+    const auto x = shaped::randn<double, B2, T7, C8>(gen);
+    const auto loss = [](const auto& m, const auto& x) { return eval(sum(m(x) * x)); };
+    const auto [value, grads] = shaped::train::value_and_grad(loss, layer, x);
+    REQUIRE(value == Approx(loss(layer, x).item()).epsilon(1e-12));
+    std::map<std::string, std::size_t> reached;
+    shaped::train::for_each_gradient(layer, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
+        for (std::size_t i = 0; i < parameter.size(); ++i) {
+            double& w = parameter.data()[i];
+            const double kept = w;
+            w = kept + 1e-6;
+            const double up = loss(layer, x).item();
+            w = kept - 1e-6;
+            const double down = loss(layer, x).item();
+            w = kept;
+            const double numeric = (up - down) / 2e-6;
+            INFO(std::string(name) << "[" << i << "]");
+            REQUIRE(gradient.data()[i] == Approx(numeric).margin(1e-7).epsilon(1e-6));
+            if (std::abs(numeric) > 1e-3) ++reached[std::string(name)];
+        }
+    });
+    return reached;
+}
+}  // namespace
+
+TEST_CASE("modifiers differentiated through the fused backward, against central differences",
+          "[attention][modifiers][train]") {
+    // ALiBi, soft-capping over dual numbers, documents: the table is read by none.
+    auto reached = check_variant_gradients<VariantAttention<false, true, true>>(31);
+    REQUIRE(reached["c_attn.weight"] > 50);
+    REQUIRE(reached.count("relative") == 0);
+    // A learned bias, then ALiBi and the cap, with and without documents: every bucket learns.
+    reached = check_variant_gradients<VariantAttention<true, true, true>>(32);
+    REQUIRE(reached["relative"] >= 6);
+    reached = check_variant_gradients<VariantAttention<true, false, false>>(33);
+    REQUIRE(reached["relative"] == NH2::extent * Buckets::extent);
 }

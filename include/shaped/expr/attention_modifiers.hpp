@@ -13,6 +13,8 @@
 // the batch row and the head, is a compile error rather than a wrong number. Positions are
 // absolute: a decoding step's query is at its place in the sequence, not at 0.
 
+#include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <limits>
 #include <type_traits>
@@ -37,6 +39,73 @@ struct key_position {
 // How far the query is past the key (negative where the key is after it): ALiBi's distance.
 constexpr std::ptrdiff_t operator-(query_position q, key_position kv) {
     return static_cast<std::ptrdiff_t>(q.value) - static_cast<std::ptrdiff_t>(kv.value);
+}
+
+// A score and its derivative with respect to the score the modifier was given: what the
+// backward runs a score modifier written over any score type with (template <class S> S
+// operator()(S s, ...), or a lambda taking auto s), so that its derivative needs no writing.
+// Math functions reach it by argument-dependent lookup: call them unqualified, after using
+// std::tanh and the like. A modifier may instead give its own derivative(s, b, h, q, kv).
+template <class T>
+struct dual {
+    T value;
+    T slope;
+};
+template <class T>
+constexpr dual<T> operator+(dual<T> a, dual<T> b) { return {a.value + b.value, a.slope + b.slope}; }
+template <class T>
+constexpr dual<T> operator-(dual<T> a, dual<T> b) { return {a.value - b.value, a.slope - b.slope}; }
+template <class T>
+constexpr dual<T> operator*(dual<T> a, dual<T> b) { return {a.value * b.value, a.slope * b.value + a.value * b.slope}; }
+template <class T>
+constexpr dual<T> operator/(dual<T> a, dual<T> b) {
+    return {a.value / b.value, (a.slope * b.value - a.value * b.slope) / (b.value * b.value)};
+}
+template <class T>
+constexpr dual<T> operator-(dual<T> a) { return {-a.value, -a.slope}; }
+// With a number that does not depend on the score.
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator+(dual<T> a, U b) { return {static_cast<T>(a.value + b), a.slope}; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator+(U a, dual<T> b) { return b + a; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator-(dual<T> a, U b) { return {static_cast<T>(a.value - b), a.slope}; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator-(U a, dual<T> b) { return {static_cast<T>(a - b.value), -b.slope}; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator*(dual<T> a, U b) { return {static_cast<T>(a.value * b), static_cast<T>(a.slope * b)}; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator*(U a, dual<T> b) { return b * a; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator/(dual<T> a, U b) { return {static_cast<T>(a.value / b), static_cast<T>(a.slope / b)}; }
+template <class T, class U>
+    requires std::is_arithmetic_v<U>
+constexpr dual<T> operator/(U a, dual<T> b) {
+    return {static_cast<T>(a / b.value), static_cast<T>(-a * b.slope / (b.value * b.value))};
+}
+template <class T>
+dual<T> tanh(dual<T> a) {
+    const T t = std::tanh(a.value);
+    return {t, a.slope * (T{1} - t * t)};
+}
+template <class T>
+dual<T> exp(dual<T> a) {
+    const T e = std::exp(a.value);
+    return {e, a.slope * e};
+}
+template <class T>
+dual<T> log(dual<T> a) { return {std::log(a.value), a.slope / a.value}; }
+template <class T>
+dual<T> sqrt(dual<T> a) {
+    const T r = std::sqrt(a.value);
+    return {r, a.slope / (T{2} * r)};
 }
 
 // The modifiers' defaults: the score as computed, every key kept.
@@ -84,9 +153,28 @@ inline constexpr bool is_attention_modifiers<attention_modifiers<S, M>> = true;
 // The node of causal_attention without modifiers.
 struct no_modifiers {};
 
+// A score modifier the model learns: score(s, ...) = then(s + table()(element(b, h, q, kv)...)),
+// a bias read from a parameter and added to the score before anything else is made of it
+// (nn::learned_bias), so that the bias's gradient is the score's, summed per element.
+template <class Score>
+concept learned_score_modifier = requires(const Score& score) {
+    score.table();
+    score.element(batch_index{}, head_index{}, query_position{}, key_position{});
+};
+
 // Whether Score and Mask have the signatures above for scores of type T.
 template <class Score, class T>
 concept score_modifier_for = std::is_invocable_r_v<T, const Score&, T, batch_index, head_index, query_position, key_position>;
+// Whether the backward can take Score's derivative: its own derivative(s, b, h, q, kv), or Score
+// run over dual numbers.
+template <class Score, class T>
+concept differentiable_score_modifier =
+    requires(const Score& score, T s) {
+        { score.derivative(s, batch_index{}, head_index{}, query_position{}, key_position{}) } -> std::convertible_to<T>;
+    } ||
+    requires(const Score& score, dual<T> s) {
+        { score(s, batch_index{}, head_index{}, query_position{}, key_position{}) } -> std::convertible_to<dual<T>>;
+    };
 template <class Mask>
 concept key_mask = std::is_invocable_r_v<bool, const Mask&, batch_index, head_index, query_position, key_position>;
 

@@ -23,7 +23,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -60,6 +62,15 @@ struct score_modifiers {
     void (*apply)(const void* context, const score_tile<T>& tile) = nullptr;
     bool (*any_kept)(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
                      std::size_t k1) = nullptr;
+    // The backward's (kernels/attention_backward.hpp): derive does what apply does and writes
+    // slope[r * ld + j], the derivative of each modified score with respect to the score it was
+    // given (null: a modifier that leaves scores as they are, slope 1); learn is handed the
+    // loss's gradient with respect to the scores a tile's modifier was given, which is the
+    // gradient of the bias a learned modifier adds to them (null: none learns).
+    void (*derive)(const void* context, const score_tile<T>& tile, T* slope) = nullptr;
+    void (*learn)(const void* context, const score_tile<T>& gradient) = nullptr;
+    // Whether apply modifies scores (else it only masks): the backward needs derive then.
+    bool modifies_scores = false;
 };
 
 // One operand of an attention problem: a batch of matrices. Matrix b's element (i, j) is
@@ -122,17 +133,25 @@ void assign_attention(Target& target, const attention_node<Q, K, V, Mods>& node)
 
 // Where a problem's matrices, queries and keys lie, for modifiers M (attention_modifiers): the
 // context of modifiers_over.
-template <class M>
+template <class M, class TableGradient = std::nullptr_t>
 struct modifier_frame {
     const M* modifiers;
-    std::size_t heads;     // matrix m is batch row m / heads + batch origin, head m % heads
+    std::size_t heads;         // matrix m is batch row m / heads + batch origin, head m % heads
     std::size_t query_origin;  // query i is at query_origin + i, key j at the key origin + j
+    // The backward's, for a learned score modifier: where its table's gradient adds up (a
+    // tensor of the table's dims), under lock, since the backward's tasks run in parallel.
+    TableGradient* table_gradient = nullptr;
+    std::mutex* lock = nullptr;
 };
 
 // The score_modifiers of a problem whose modifiers and coordinates frame holds; frame must
-// outlive the kernel's call.
-template <class T, class M>
-score_modifiers<T> modifiers_over(const modifier_frame<M>& frame);
+// outlive the kernel's call. The forward's calls only.
+template <class T, class M, class G>
+score_modifiers<T> modifiers_over(const modifier_frame<M, G>& frame);
+
+// The same with the backward's: derive, and learn for a learned score modifier.
+template <class T, class M, class G>
+score_modifiers<T> differentiated_modifiers_over(const modifier_frame<M, G>& frame);
 
 // ---- implementation -------------------------------------------------------------------------
 
@@ -279,13 +298,17 @@ void assign_attention(Target& target, const attention_node<Q, K, V, Mods>& node)
 namespace detail {
 
 // The two calls of score_modifiers for modifiers M, each a loop the modifiers are inlined into.
-template <class T, class M>
+template <class T, class M, class G>
 struct modifier_calls {
-    static std::pair<batch_index, head_index> row_and_head(const modifier_frame<M>& f, std::size_t matrix) {
+    using frame = modifier_frame<M, G>;
+    // A key a causal problem's query never sees: its modifiers are not asked about it (a table
+    // read by q - kv need not hold negative distances).
+    static constexpr bool after_query(query_position q, key_position kv) { return M::causal && kv.value > q.value; }
+    static std::pair<batch_index, head_index> row_and_head(const frame& f, std::size_t matrix) {
         return {batch_index{matrix / f.heads + f.modifiers->batch_origin}, head_index{matrix % f.heads}};
     }
     static void apply(const void* context, const score_tile<T>& tile) {
-        const auto& f = *static_cast<const modifier_frame<M>*>(context);
+        const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
         const auto [b, h] = row_and_head(f, tile.matrix);
         for (std::size_t r = 0; r < tile.rows; ++r) {
@@ -293,32 +316,102 @@ struct modifier_calls {
             T* row = tile.scores + r * tile.ld;
             for (std::size_t j = 0; j < tile.cols; ++j) {
                 const key_position kv{m.key_origin + tile.key + j};
+                if (after_query(q, kv)) {
+                    row[j] = -std::numeric_limits<T>::infinity();
+                    continue;
+                }
                 if constexpr (M::modifies_scores) row[j] = static_cast<T>(m.score(row[j], b, h, q, kv));
                 if constexpr (M::masks_keys)
                     if (!m.keeps(b, h, q, kv)) row[j] = -std::numeric_limits<T>::infinity();
             }
         }
     }
+    // The score modifier's value and derivative at s: its own derivative(...), or run over a dual.
+    template <class Score>
+    static std::pair<T, T> value_and_slope(const Score& score, T s, batch_index b, head_index h, query_position q,
+                                           key_position kv) {
+        if constexpr (requires { score.derivative(s, b, h, q, kv); }) {
+            return {static_cast<T>(score(s, b, h, q, kv)), static_cast<T>(score.derivative(s, b, h, q, kv))};
+        } else {
+            const dual<T> d = score(dual<T>{s, T{1}}, b, h, q, kv);
+            return {d.value, d.slope};
+        }
+    }
+    static void derive(const void* context, const score_tile<T>& tile, T* slope) {
+        const auto& f = *static_cast<const frame*>(context);
+        const M& m = *f.modifiers;
+        const auto [b, h] = row_and_head(f, tile.matrix);
+        for (std::size_t r = 0; r < tile.rows; ++r) {
+            const query_position q{f.query_origin + tile.query + r};
+            T* row = tile.scores + r * tile.ld;
+            T* row_slope = slope + r * tile.ld;
+            for (std::size_t j = 0; j < tile.cols; ++j) {
+                const key_position kv{m.key_origin + tile.key + j};
+                if (after_query(q, kv)) {
+                    row[j] = -std::numeric_limits<T>::infinity();
+                    row_slope[j] = T{0};
+                    continue;
+                }
+                std::tie(row[j], row_slope[j]) = value_and_slope(m.score, row[j], b, h, q, kv);
+                if constexpr (M::masks_keys)
+                    if (!m.keeps(b, h, q, kv)) row[j] = -std::numeric_limits<T>::infinity();
+            }
+        }
+    }
+    static void learn(const void* context, const score_tile<T>& tile) {
+        const auto& f = *static_cast<const frame*>(context);
+        const M& m = *f.modifiers;
+        const auto [b, h] = row_and_head(f, tile.matrix);
+        const std::lock_guard<std::mutex> hold(*f.lock);
+        for (std::size_t r = 0; r < tile.rows; ++r)
+            for (std::size_t j = 0; j < tile.cols; ++j) {
+                const T g = tile.scores[r * tile.ld + j];
+                if (g == T{0}) continue;
+                const auto at = m.score.element(b, h, query_position{f.query_origin + tile.query + r},
+                                                key_position{m.key_origin + tile.key + j});
+                std::apply([&](auto... i) -> auto& { return (*f.table_gradient)(i...); }, at) += g;
+            }
+    }
     static bool any_kept(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
                          std::size_t k1) {
-        const auto& f = *static_cast<const modifier_frame<M>*>(context);
+        const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
         const auto [b, h] = row_and_head(f, matrix);
         for (std::size_t i = q0; i < q1; ++i)
             for (std::size_t j = k0; j < k1; ++j)
-                if (m.keeps(b, h, query_position{f.query_origin + i}, key_position{m.key_origin + j})) return true;
+                if (const query_position q{f.query_origin + i}; !after_query(q, key_position{m.key_origin + j}) &&
+                                                                m.keeps(b, h, q, key_position{m.key_origin + j}))
+                    return true;
         return false;
     }
 };
 
 }  // namespace detail
 
-template <class T, class M>
-score_modifiers<T> modifiers_over(const modifier_frame<M>& frame) {
+template <class T, class M, class G>
+score_modifiers<T> modifiers_over(const modifier_frame<M, G>& frame) {
+    using calls = detail::modifier_calls<T, M, G>;
     score_modifiers<T> out;
     out.context = &frame;
-    out.apply = &detail::modifier_calls<T, M>::apply;
-    if constexpr (M::masks_keys) out.any_kept = &detail::modifier_calls<T, M>::any_kept;
+    out.apply = &calls::apply;
+    out.modifies_scores = M::modifies_scores;
+    if constexpr (M::masks_keys) out.any_kept = &calls::any_kept;
+    return out;
+}
+
+template <class T, class M, class G>
+score_modifiers<T> differentiated_modifiers_over(const modifier_frame<M, G>& frame) {
+    using calls = detail::modifier_calls<T, M, G>;
+    using Score = decltype(M::score);
+    score_modifiers<T> out = modifiers_over<T>(frame);
+    if constexpr (M::modifies_scores) {
+        static_assert(differentiable_score_modifier<Score, T>,
+                      "shaped::attention: this score modifier has no derivative: write it over any score type "
+                      "(template <class S> S operator()(S s, ...), math functions called unqualified), or give it "
+                      "derivative(s, b, h, q, kv)");
+        out.derive = &calls::derive;
+    }
+    if constexpr (learned_score_modifier<Score>) out.learn = &calls::learn;
     return out;
 }
 

@@ -370,10 +370,8 @@ auto run_self_attention(const Layer& layer, const X& x, std::span<const std::siz
         // positions' encoding and the heads' attention are recorded operations, the second's
         // value the merged heads, found by argument-dependent lookup (train/attention.hpp). Only
         // the full forward is differentiated.
-        static_assert(!modifying_layer<Layer>,
-                      "shaped::nn: a layer's score_mod() and mask_mod() have no derivative yet; train it without them");
         const auto [encoded_q, encoded_k] = encoded_positions(layer, q, k, starts);
-        return layer.project_out(attended_heads<Layer>(encoded_q, encoded_k, v, scale_of(layer), x));
+        return layer.project_out(attended_heads(layer, encoded_q, encoded_k, v, scale_of(layer), x));
     } else {
         encode_positions_in_place(layer, q, k, starts);
         Tensor<typename Layer::value_type, B, T, M> merged{Shape<B, T, M>({x.extents()[0], x.extents()[1], M::extent})};

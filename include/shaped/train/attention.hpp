@@ -6,12 +6,14 @@
 // attention routine reaches it (nn/causal_self_attention.hpp) when its input is a traced value,
 // by argument-dependent lookup:
 //
-//   attended_heads<Layer, X>(q, k, v, scale, x)    the merged heads (B, T, M), traced
+//   attended_heads(layer, q, k, v, scale, x)    the merged heads (B, T, M), traced
 //
 // q, k and v are the layer's heads (B, [NH,] T, HS): views of its traced projections, or traced
 // values of their own (q and k as a layer's encode_positions returns them, contiguous); the
 // result is laid out as the layer merges its heads (Layer::heads_of), and the gradients of q, k
-// and v add straight into the gradients of what they are or view.
+// and v add straight into the gradients of what they are or view. A layer's score and mask
+// modifiers (nn/causal_self_attention.hpp) run in both passes, the score modifier's derivative
+// taken over dual numbers or given by it; a learned one's table gets its gradient.
 
 #include <shaped/kernels/attention_backward.hpp>
 #include <shaped/nn/causal_self_attention.hpp>
@@ -19,6 +21,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -64,13 +67,46 @@ std::optional<std::size_t> window_of() {
     else return std::nullopt;
 }
 
+// A layer's modifiers as its attention runs them (none: no_modifiers), and what a learned score
+// modifier's table is read as on the tape (none: nothing).
+template <class Layer>
+struct layer_modifiers {
+    using type = no_modifiers;
+};
+template <nn::detail::modifying_layer Layer>
+struct layer_modifiers<Layer> {
+    using type = decltype(nn::detail::modifiers_of(std::declval<const Layer&>(), 0, 0));
+};
+template <class Mods>
+struct learned_table {
+    using read = std::nullptr_t;
+    using gradient = std::nullptr_t;
+    static read watch(const Mods&, tape*) { return nullptr; }
+};
+template <class Mods>
+    requires learned_score_modifier<decltype(Mods::score)>
+struct learned_table<Mods> {
+    using table = std::remove_cvref_t<decltype(std::declval<const Mods&>().score.table())>;
+    using read = decltype(saved(watched(std::declval<const table&>()), nullptr));
+    using gradient = table;
+    static read watch(const Mods& mods, tape* t) { return saved(watched(mods.score.table()), t); }
+};
+
 // The merged heads of a layer's attention, and what its backward reads: q, k and v (saved with
-// their places on the tape) and each query's log-sum-exp.
+// their places on the tape), each query's log-sum-exp, and the layer's modifiers.
 template <class Layer, class Q, class K, class V, class T, Dim B, Dim Time, Dim M>
 class recorded_attention final : public recorded_value<T, B, Time, M> {
+    using Mods = typename layer_modifiers<Layer>::type;
+    using learned = learned_table<Mods>;
+
 public:
-    recorded_attention(Tensor<T, B, Time, M> merged, Q q, K k, V v, T scale)
-        : recorded_value<T, B, Time, M>(std::move(merged)), q_(std::move(q)), k_(std::move(k)), v_(std::move(v)) {
+    recorded_attention(Tensor<T, B, Time, M> merged, Q q, K k, V v, T scale, Mods modifiers, tape* t)
+        : recorded_value<T, B, Time, M>(std::move(merged)),
+          q_(std::move(q)),
+          k_(std::move(k)),
+          v_(std::move(v)),
+          modifiers_(std::move(modifiers)),
+          table_(learned::watch(modifiers_, t)) {
         const std::size_t kv_heads = heads_of_operand(k_);
         group_ = heads_of_operand(q_) / kv_heads;
         lse_.resize(q_.size() / q_.extents()[rank_of<Q> - 1]);
@@ -86,6 +122,11 @@ public:
                     .sees = {true, 0, window_of<Layer, T>()},
                     .batch_rank = 3,
                     .batch_extents = {q_.extents()[0], kv_heads, group_}};
+        if constexpr (!std::is_same_v<Mods, no_modifiers>) {
+            frame_ = {&modifiers_, heads_of_operand(q_), 0, nullptr, &lock_};
+            problem_.sees.causal = Mods::causal;
+            problem_.modifiers = kernels::differentiated_modifiers_over<T>(frame_);
+        }
         kernels::attention(problem_);
     }
 
@@ -109,6 +150,18 @@ public:
             return grouped_heads_of(operand, aside.back().data(),
                                     {heads * time * hs, e.size() == 4 ? time * hs : 0, hs}, group_, shared_by_group);
         };
+        if constexpr (!std::is_same_v<typename learned::gradient, std::nullptr_t>) {
+            if (wants_gradient(table_)) {
+                auto table_gradient = tensor_for<T, dims_of<typename learned::gradient>>(
+                    typename tensor_for<T, dims_of<typename learned::gradient>>::shape_type(table_.extents()));
+                frame_.table_gradient = &table_gradient;
+                kernels::attention_backward(p, dout.data(), {target(q_, false), target(k_, true), target(v_, true)});
+                frame_.table_gradient = nullptr;
+                back(table_, table_gradient);
+                return;
+            }
+            p.modifiers.learn = nullptr;  // nothing to learn into
+        }
         kernels::attention_backward(p, dout.data(), {target(q_, false), target(k_, true), target(v_, true)});
     }
 
@@ -124,6 +177,10 @@ private:
     std::size_t group_;  // query heads per key/value head
     std::vector<T> lse_;
     kernels::attention_problem<T> problem_{};
+    Mods modifiers_;
+    typename learned::read table_;
+    kernels::modifier_frame<Mods, typename learned::gradient> frame_{};
+    std::mutex lock_;
 };
 
 // x (B, heads, T, HS) with its positions encoded by a rotary encoding: a rotated copy, whose
@@ -181,7 +238,7 @@ auto encoded_positions(const Layer& layer, const Q& q, const K& k, std::span<con
 
 template <class Layer, class X, class Q, class K, class V>
     requires(reads_traced<Q> || reads_traced<K> || reads_traced<V>)
-auto attended_heads(const Q& q, const K& k, const V& v, typename Layer::value_type scale, const X& x) {
+auto attended_heads(const Layer& layer, const Q& q, const K& k, const V& v, typename Layer::value_type scale, const X& x) {
     using T = typename Layer::value_type;
     using B = dim_at<0, dims_of<X>>;
     using Time = dim_at<1, dims_of<X>>;
@@ -192,8 +249,17 @@ auto attended_heads(const Q& q, const K& k, const V& v, typename Layer::value_ty
     auto sk = detail::saved(k, t);
     auto sv = detail::saved(v, t);
     using record_type = detail::recorded_attention<Layer, decltype(sq), decltype(sk), decltype(sv), T, B, Time, M>;
+    const auto modifiers = [&] {
+        if constexpr (nn::detail::modifying_layer<Layer>) {
+            static_assert(decltype(nn::detail::modifiers_of(layer, 0, 0))::causal,
+                          "shaped::train: a layer whose mask replaces causality has no derivative yet");
+            return nn::detail::modifiers_of(layer, 0, 0);
+        } else {
+            return no_modifiers{};
+        }
+    };
     return detail::on_tape<T, B, Time, M>(
-        std::make_shared<record_type>(std::move(merged), std::move(sq), std::move(sk), std::move(sv), scale));
+        std::make_shared<record_type>(std::move(merged), std::move(sq), std::move(sk), std::move(sv), scale, modifiers(), t));
 }
 
 }  // namespace shaped::train
