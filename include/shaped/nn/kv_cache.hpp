@@ -1,6 +1,7 @@
 #pragma once
 // KVCache<T, B, NH, S, HS> (or <T, B, S, HS> for a single head): the keys and values of the
-// positions seen so far, kept so that decoding the next token costs O(context) instead of a
+// positions seen so far, one basic_kv_cache over linear storage (RingKVCache is the same cache over
+// a ring, nn/ring_kv_cache.hpp), kept so that decoding the next token costs O(context) instead of a
 // rerun of the whole prefix. Queries are never kept: each one is used once, by its own position.
 //
 // The capacity S is a type-level dim, and every dim is static: the storage is allocated once,
@@ -94,16 +95,32 @@ void check_new_positions(std::string_view who, dims<Ds...>, const K& k, const V&
 }
 }  // namespace detail
 
-// Any other dims stop the compile here, with the dims in the diagnostic's condition. The rejected
-// type is a failed check, which the layers it is passed to accept without a second error.
-template <class T, class... Ds>
-class KVCache : public failed {
-    static_assert(detail::cache_layout<Ds...>, "shaped::nn::KVCache: " SHAPED_RULE_CACHE_LAYOUT);
+// ---- one cache over a storage policy -------------------------------------------------------------
+
+// Slots [begin, end) of a row, in the order of the positions they hold.
+struct slot_run {
+    std::size_t begin, end;
 };
 
-template <class T, Dim... Ds>
+// Where a cache keeps its positions, as mdspan keeps a layout apart from its storage: a
+// policy's held(length) is how many of a row's positions stay, runs(from, to) the slots of
+// positions [from, to) in position order (at most two runs), wraps whether an append can
+// overwrite positions (and so never overflows). linear_positions: position p in slot p, up to the
+// capacity, past which an append throws cache_overflow (KVCache); ring_positions
+// (nn/ring_kv_cache.hpp): position p in slot p % W, the last W kept (RingKVCache).
+template <std::size_t Capacity>
+struct linear_positions {
+    static constexpr bool wraps = false;
+    static constexpr std::string_view name = "nn::KVCache";
+    static constexpr std::size_t held(std::size_t length) { return length; }
+    static constexpr std::array<slot_run, 2> runs(std::size_t from, std::size_t to) {
+        return {slot_run{from, to}, slot_run{0, 0}};
+    }
+};
+
+template <template <std::size_t> class Storage, class T, Dim... Ds>
     requires detail::cache_layout<Ds...>
-class KVCache<T, Ds...> {
+class basic_kv_cache {
 public:
     using value_type = T;
     using dims_type = dims<Ds...>;
@@ -112,11 +129,14 @@ public:
     using batch_dim = dim_at<0, dims_type>;
     using capacity_dim = dim_at<rank - 2, dims_type>;
     using head_size_dim = dim_at<rank - 1, dims_type>;
-    // The filled prefix's time dim: the capacity's name, with the filled length as its extent.
+    // The positions held: the capacity's name, with the most any row holds as its extent.
     using length_dim = dynamic_of<capacity_dim>;
     using prefix_view = view_for<const T, replace_at<rank - 2, length_dim, dims_type>>;
+    using storage_type = Storage<capacity_dim::extent>;
+    using slot_run = nn::slot_run;
 
     static constexpr std::size_t batch = batch_dim::extent;
+    // The positions a row can hold (a ring's window).
     static constexpr std::size_t capacity = capacity_dim::extent;
     // The storage of keys and values together, allocated at construction.
     static constexpr std::size_t bytes = 2 * (Ds::extent * ...) * sizeof(T);
@@ -125,13 +145,20 @@ public:
     using lengths_type = std::array<std::size_t, batch>;
 
     // Empty, with all its storage allocated.
-    KVCache() = default;
+    basic_kv_cache() = default;
 
-    // The positions each batch row holds.
+    // The positions each batch row has seen, held or not: where its next position stands (the
+    // start its positions are encoded from).
     const lengths_type& lengths() const { return lengths_; }
-    // The longest row's length: the extent of keys() and values() along the time dim.
+    // The longest row's length.
     std::size_t length() const { return *std::max_element(lengths_.begin(), lengths_.end()); }
     bool empty() const { return length() == 0; }
+    // The positions each batch row holds, in slots 0 .. held - 1.
+    lengths_type held() const {
+        lengths_type h;
+        for (std::size_t b = 0; b < batch; ++b) h[b] = storage_type::held(lengths_[b]);
+        return h;
+    }
 
     // Forgets every position; the storage stays allocated.
     void reset() { lengths_.fill(0); }
@@ -139,14 +166,16 @@ public:
     // Appends the keys and values of n new positions to every batch row. k and v have the
     // cache's dims with n in place of the capacity: (B, NH, n, HS) or (B, n, HS). With counts
     // (a ragged batch), batch row b takes only the first counts[b] of the n; the rest of its
-    // positions is padding and is not stored.
+    // positions is padding and is not stored. A cache that cannot wrap throws cache_overflow
+    // past its capacity, and is then as it was.
     template <Expression K, Expression V>
         requires std::is_void_v<detail::append_misfit_t<dims_type, K, V>>
     void append(const K& k, const V& v, std::optional<lengths_type> counts = std::nullopt) {
         const std::size_t n = k.extents()[rank - 2];
         if (!counts) counts.emplace().fill(n);
         // Every check comes before the first write, so that a failed append changes nothing.
-        check_new(k, v, *counts);
+        detail::check_new_positions(storage_type::name, dims_type{}, k, v, *counts);
+        check_room(*counts);
         write(keys_, k, *counts);
         write(values_, v, *counts);
         for (std::size_t b = 0; b < batch; ++b) lengths_[b] += (*counts)[b];
@@ -160,58 +189,70 @@ public:
         requires any_failed<K, V>
     void append(const K&, const V&, std::optional<lengths_type> = std::nullopt);
 
-    // The filled prefix, positions 0 .. length() - 1 of every row, as it is when taken (after an
-    // append, take it again to see the new positions). In a ragged batch a row shorter than
-    // length() holds stale positions past its own length: mask them by lengths(). A view reads
-    // the cache's storage in place, so it lives no longer than the cache where it stands.
+    // Slots 0 .. max(held()) - 1 of every row, as they are when taken (after an append, take them
+    // again to see the new positions): in position order, except in a ring that has passed its
+    // window (attention over every position held, a decoding step's, reads them as they lie).
+    // In a ragged batch a row's slots past its own held() are stale: mask them by lengths(). A
+    // view reads the cache's storage in place, so it lives no longer than the cache where it stands.
     prefix_view keys() const { return prefix_of(keys_); }
     prefix_view values() const { return prefix_of(values_); }
 
+    // The slots of batch row b's held positions from `position` on, oldest first: at most two
+    // runs, the second empty unless the positions wrap round a ring. `position` is one the row
+    // holds (at least lengths()[b] - held()[b]), or its length (no slots).
+    std::array<slot_run, 2> slots_from(std::size_t b, std::size_t position) const {
+        return storage_type::runs(position, lengths_[b]);
+    }
+
     // cache_overflow unless every batch row b has room for counts[b] more positions: what append
-    // checks, for a caller that must know before it changes anything (a stack of layers).
+    // checks, for a caller that must know before it changes anything (a stack of layers). A ring
+    // has room for any number.
     void check_room(const lengths_type& counts) const {
-        for (std::size_t b = 0; b < batch; ++b)
-            if (lengths_[b] + counts[b] > capacity)
-                throw cache_overflow(shaped::detail::message(
-                    {"shaped::nn::KVCache::append: ", counts[b], counts[b] == 1 ? " new position" : " new positions",
-                     " after the ", lengths_[b], " held in batch row ", b, " would exceed the capacity ",
-                     shaped::detail::message_part::dim_extent{capacity_dim::name.view(), capacity}}));
+        if constexpr (!storage_type::wraps)
+            for (std::size_t b = 0; b < batch; ++b)
+                if (lengths_[b] + counts[b] > capacity)
+                    throw cache_overflow(shaped::detail::message(
+                        {"shaped::", storage_type::name, "::append: ", counts[b],
+                         counts[b] == 1 ? " new position" : " new positions", " after the ", lengths_[b],
+                         " held in batch row ", b, " would exceed the capacity ",
+                         shaped::detail::message_part::dim_extent{capacity_dim::name.view(), capacity}}));
     }
 
 private:
-    // The run-time half of append's checks: extents the types leave open, and the capacity.
-    template <class K, class V>
-    void check_new(const K& k, const V& v, const lengths_type& counts) const {
-        detail::check_new_positions("nn::KVCache", dims_type{}, k, v, counts);
-        check_room(counts);
-    }
-
-    // Each batch row's new positions go to the rows after its filled length: one strided copy
-    // per batch row, of (NH, count, HS) or (count, HS) elements. The source is read where it lies
-    // (a transposed view stays a view); an expression not stored anywhere yet is evaluated once.
+    // Row b's new positions that stay (its last `capacity` at most) go to their slots: one or two
+    // strided copies per batch row. The source is read where it lies (a transposed view stays a
+    // view); an expression not stored anywhere yet is evaluated once.
     template <class Source>
     void write(Tensor<T, Ds...>& storage, const Source& source, const lengths_type& counts) {
         if constexpr (!Viewable<Source>) {
             write(storage, eval(source), counts);
         } else {
             static_assert(std::is_same_v<value_type_of<Source>, T>,
-                          "shaped::nn::KVCache::append: the new keys and values must have the cache's element type");
+                          "shaped::nn: a cache appends keys and values of its own element type");
             const auto source_view = view_of(source);
             const view_for<const T, replace_at<rank - 2, length_dim, dims_type>> new_rows(
                 source_view.data(), source_view.extents(), source_view.strides());
             for (std::size_t b = 0; b < batch; ++b) {
-                if (counts[b] == 0) continue;
+                const std::size_t kept = std::min(counts[b], capacity);
+                if (kept == 0) continue;
+                const std::size_t end = lengths_[b] + counts[b];
                 auto row = select<batch_dim>(storage, b);
-                auto target = slice<capacity_dim>(row, lengths_[b], lengths_[b] + counts[b]);
                 const auto new_row = select<batch_dim>(new_rows, b);
-                target = slice<length_dim>(new_row, 0, counts[b]);
+                std::size_t next = counts[b] - kept;  // the first new position kept, in new_row
+                for (const slot_run run : storage_type::runs(end - kept, end)) {
+                    if (run.begin == run.end) continue;
+                    auto target = slice<capacity_dim>(row, run.begin, run.end);
+                    target = slice<length_dim>(new_row, next, next + (run.end - run.begin));
+                    next += run.end - run.begin;
+                }
             }
         }
     }
 
     prefix_view prefix_of(const Tensor<T, Ds...>& storage) const {
+        const lengths_type h = held();
         auto extents = storage.extents();
-        extents[rank - 2] = length();
+        extents[rank - 2] = *std::max_element(h.begin(), h.end());
         return prefix_view(storage.data(), extents, storage.strides());
     }
 
@@ -219,5 +260,25 @@ private:
     Tensor<T, Ds...> values_;
     lengths_type lengths_{};
 };
+
+// Any other dims stop the compile here, with the dims in the diagnostic's condition. The rejected
+// type is a failed check, which the layers it is passed to accept without a second error.
+template <class T, class... Ds>
+class KVCache : public failed {
+    static_assert(detail::cache_layout<Ds...>, "shaped::nn::KVCache: " SHAPED_RULE_CACHE_LAYOUT);
+};
+
+template <class T, Dim... Ds>
+    requires detail::cache_layout<Ds...>
+class KVCache<T, Ds...> : public basic_kv_cache<linear_positions, T, Ds...> {};
+
+namespace detail {
+// Whether a cache can wrap round (a ring of a window's positions).
+template <class C>
+inline constexpr bool is_ring_kv_cache = false;
+template <class C>
+    requires requires { C::storage_type::wraps; }
+inline constexpr bool is_ring_kv_cache<C> = C::storage_type::wraps;
+}  // namespace detail
 
 }  // namespace shaped::nn
