@@ -365,3 +365,45 @@ TEST_CASE("modifiers differentiated through the fused backward, against central 
     reached = check_variant_gradients<VariantAttention<true, false, false>>(33);
     REQUIRE(reached["relative"] == NH2::extent * Buckets::extent);
 }
+
+namespace {
+struct AttentionOperands {
+    BOOST_HANA_DEFINE_STRUCT(AttentionOperands,
+        (shaped::Tensor<double, B2, NH2, T7, HS4>, q),
+        (shaped::Tensor<double, B2, NH2, T7, HS4>, k),
+        (shaped::Tensor<double, B2, NH2, T7, HS4>, v));
+};
+}  // namespace
+
+TEST_CASE("causal_attention with modifiers as an op, differentiated, against central differences",
+          "[attention][modifiers][train]") {
+    shaped::Generator gen(41);
+    AttentionOperands model;
+    shaped::nn::for_each_parameter(model, [&](std::string_view, auto& p) { gen.fill_normal(p.elements()); });
+    const auto w = shaped::randn<double, B2, NH2, T7, HS4>(gen);
+    const auto loss = [&w](const auto& m) {
+        const shaped::attention_modifiers<shaped::nn::then_modify<shaped::nn::alibi<NH2>, shaped::nn::soft_cap>,
+                                          same_document>
+            mods{{{}, {1.2}}, {3}};
+        using shaped::train::watched;
+        return eval(sum(shaped::causal_attention(watched(m.q), watched(m.k), watched(m.v), 0.5, mods) * w));
+    };
+    const auto [value, grads] = shaped::train::value_and_grad(loss, model);
+    REQUIRE(value == Approx(loss(model).item()).epsilon(1e-12));
+    std::size_t reached = 0;
+    shaped::train::for_each_gradient(model, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
+        for (std::size_t i = 0; i < parameter.size(); ++i) {
+            double& x = parameter.data()[i];
+            const double kept = x;
+            x = kept + 1e-6;
+            const double up = loss(model).item();
+            x = kept - 1e-6;
+            const double down = loss(model).item();
+            x = kept;
+            INFO(std::string(name) << "[" << i << "]");
+            REQUIRE(gradient.data()[i] == Approx((up - down) / 2e-6).margin(1e-7).epsilon(1e-6));
+            if (std::abs(up - down) > 2e-9) ++reached;
+        }
+    });
+    REQUIRE(reached > 250);  // of 336; documents of 3 leave some keys unread by some queries
+}

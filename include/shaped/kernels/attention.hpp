@@ -144,6 +144,11 @@ struct modifier_frame {
     std::mutex* lock = nullptr;
 };
 
+// The frame of a causal_attention node's modifiers: its heads (every batch dim after the first
+// unless the modifiers say), its queries the last of its keys' positions.
+template <class Q, class K, class V, class Mods>
+modifier_frame<Mods> modifier_frame_of(const attention_node<Q, K, V, Mods>& node);
+
 // The score_modifiers of a problem whose modifiers and coordinates frame holds; frame must
 // outlive the kernel's call. The forward's calls only.
 template <class T, class M, class G>
@@ -280,19 +285,24 @@ void assign_attention(Target& target, const attention_node<Q, K, V, Mods>& node)
         attention_into(target, node.query(), node.key(), node.value(), node.scale(), sees, false);
     } else {
         const visibility sees{Mods::causal, diagonal, node.window()};
-        const Mods& mods = node.modifiers();
-        std::size_t heads = mods.heads;
-        if (heads == 0) {  // every batch dim after the first
-            constexpr std::size_t batch = rank_of<Target> - 2;
-            const auto out = node.extents();
-            heads = 1;
-            for (std::size_t i = 1; i < batch; ++i) heads *= out[i];
-        }
-        const modifier_frame<Mods> frame{&mods, std::max<std::size_t>(heads, 1),
-                                         mods.key_origin + static_cast<std::size_t>(diagonal)};
+        const auto frame = modifier_frame_of(node);
         attention_into(target, node.query(), node.key(), node.value(), node.scale(), sees, false,
                        modifiers_over<T>(frame));
     }
+}
+
+template <class Q, class K, class V, class Mods>
+modifier_frame<Mods> modifier_frame_of(const attention_node<Q, K, V, Mods>& node) {
+    const Mods& mods = node.modifiers();
+    std::size_t heads = mods.heads;
+    if (heads == 0) {  // every batch dim after the first
+        constexpr std::size_t batch = rank_of<attention_node<Q, K, V, Mods>> - 2;
+        const auto out = node.extents();
+        heads = 1;
+        for (std::size_t i = 1; i < batch; ++i) heads *= out[i];
+    }
+    const std::size_t tq = node.query().extents()[rank_of<Q> - 2], tk = node.key().extents()[rank_of<K> - 2];
+    return {&mods, std::max<std::size_t>(heads, 1), mods.key_origin + tk - tq};
 }
 
 namespace detail {

@@ -210,10 +210,11 @@ auto saved_node(const gather_node<Table, Ids>& e, const tape* t) {
     return gather_node<decltype(saved(e.table(), t)), decltype(saved(e.ids(), t))>(saved(e.table(), t), saved(e.ids(), t),
                                                                                   e.who());
 }
-template <class Q, class K, class V>
-auto saved_node(const attention_node<Q, K, V>& e, const tape* t) {
-    using node = attention_node<decltype(saved(e.query(), t)), decltype(saved(e.key(), t)), decltype(saved(e.value(), t))>;
-    return node(saved(e.query(), t), saved(e.key(), t), saved(e.value(), t), e.scale(), e.window());
+template <class Q, class K, class V, class Mods>
+auto saved_node(const attention_node<Q, K, V, Mods>& e, const tape* t) {
+    using node =
+        attention_node<decltype(saved(e.query(), t)), decltype(saved(e.key(), t)), decltype(saved(e.value(), t)), Mods>;
+    return node(saved(e.query(), t), saved(e.key(), t), saved(e.value(), t), e.scale(), e.window(), e.modifiers());
 }
 template <class Node>
 auto saved_node(const Node&, const tape*) {
@@ -486,8 +487,8 @@ template <class Op, std::size_t Axis, class E, class G>
 void back_node(const reduce_node<Op, Axis, E>& e, const G& g);
 template <std::size_t Axis, class E, bool Log, class G>
 void back_node(const softmax_node<Axis, E, Log>& e, const G& g);
-template <class Q, class K, class V, class G>
-void back_node(const attention_node<Q, K, V>& e, const G& g);
+template <class Q, class K, class V, class Mods, class G>
+void back_node(const attention_node<Q, K, V, Mods>& e, const G& g);
 template <class E, class W, class Bi, bool Centered, class G>
 void back_node(const layer_norm_node<E, W, Bi, Centered>& e, const G& g);
 template <class Table, class Ids, class G>
@@ -732,10 +733,11 @@ void back_node(const reduce_node<Op, Axis, E>& e, const G& g) {
 // problem (T queries over their own T keys, k and v broadcast alike), after the forward is run
 // again keeping each query's log-sum-exp (the record keeps the expression, not that); else the
 // derivative of what the node stands for, the chapter's expression, scores and all.
-template <class Q, class K, class V, class G>
-void back_node(const attention_node<Q, K, V>& e, const G& g) {
+template <class Q, class K, class V, class Mods, class G>
+void back_node(const attention_node<Q, K, V, Mods>& e, const G& g) {
     using T = value_type_of<G>;
-    using Node = attention_node<Q, K, V>;
+    using Node = attention_node<Q, K, V, Mods>;
+    constexpr bool modified = !std::is_same_v<Mods, no_modifiers>;
     const auto& q = e.query();
     const auto& k = e.key();
     const auto& v = e.value();
@@ -755,6 +757,26 @@ void back_node(const attention_node<Q, K, V>& e, const G& g) {
                                       e.scale(), {true, diagonal, e.window()}, false);
     std::vector<T> lse(element_count(e) / out_extents[rank_of<Node> - 1]);  // each query's, kept by the forward
     p.lse = lse.data();
+    // Modifiers run in both passes; a learned one's table is a layer's (train/attention.hpp),
+    // where the tape reads it.
+    [[maybe_unused]] const auto frame = [&] {
+        if constexpr (modified) {
+            static_assert(!learned_score_modifier<decltype(Mods::score)>,
+                          "shaped::train: a learned score modifier is differentiated as a layer's score_mod(), "
+                          "whose table the derivation reads");
+            return kernels::modifier_frame_of(e);
+        } else {
+            return nullptr;
+        }
+    }();
+    if constexpr (modified) {
+        p.sees.causal = Mods::causal;
+        p.modifiers = kernels::differentiated_modifiers_over<T>(frame);
+        if (!kernels::attention_backward_covers(p))
+            throw std::invalid_argument(
+                "shaped::train: causal_attention with modifiers is differentiated by the fused backward only: "
+                "T causal queries over their own T keys, k and v broadcast alike");
+    }
     if (kernels::attention_backward_covers(p)) {
         const auto qt = tensor_for<T, dims_of<Q>>(q);
         const auto kt = tensor_for<T, dims_of<K>>(k);
