@@ -537,9 +537,10 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
             // A block the mask drops for every query of this block is never computed: the work of
             // a document or window mask is proportional to what it keeps.
             const std::size_t block_cols = std::min(key_block, seen_by_any - j0);
-            if (p.modifiers.any_kept &&
-                !p.modifiers.any_kept(p.modifiers.context, b, i0, i0 + rows, lowest + j0, lowest + j0 + block_cols))
-                continue;
+            const keys_kept kept = p.modifiers.kept ? p.modifiers.kept(p.modifiers.context, b, i0, i0 + rows, lowest + j0,
+                                                                       lowest + j0 + block_cols)
+                                                    : keys_kept::some;
+            if (kept == keys_kept::none) continue;
             for (std::size_t r = 0; r < padded_rows; r += score_rows<T>) {
                 const std::size_t seen = seen_by_rows(r, score_rows<T>);
                 for (std::size_t j = 0; j < key_block && j0 + j < seen; j += score_vectors * N)
@@ -549,7 +550,8 @@ void attend_blocks(const attention_problem<T>& p, std::size_t b, std::size_t fir
             // The modifiers before causality's mask, which then drops what they made of the
             // scores no query sees (and of those never computed).
             if (p.modifiers.apply)
-                p.modifiers.apply(p.modifiers.context, {scores, key_block, rows, block_cols, b, i0, lowest + j0});
+                p.modifiers.apply(p.modifiers.context,
+                                  {scores, key_block, rows, block_cols, b, i0, lowest + j0, kept != keys_kept::all});
             if (j0 + key_block > seen_by_all || j0 < from_all) {
                 for (std::size_t r = 0; r < padded_rows; ++r) {
                     const std::size_t query = i0 + std::min(r, rows - 1);

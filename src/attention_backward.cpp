@@ -173,13 +173,12 @@ bool sees_any(const attention_problem<T>& p, std::size_t i0, std::size_t j0) {
     return j0 <= i_last && j_last + reach(p) > i0;
 }
 
-// Whether the problem's mask keeps any key of tile j0 for a query of tile i0 (a pair it drops
-// whole is never computed).
+// How much of tile j0's keys the problem's mask keeps for tile i0's queries (a pair it drops
+// whole is never computed; one it keeps whole is not masked score by score).
 template <class T>
-bool kept_by_mask(const attention_problem<T>& p, std::size_t matrix, std::size_t i0, std::size_t j0) {
-    if (!p.modifiers.any_kept) return true;
-    return p.modifiers.any_kept(p.modifiers.context, matrix, i0, std::min(i0 + tile, p.tq()), j0,
-                                std::min(j0 + tile, p.tk()));
+keys_kept kept_by_mask(const attention_problem<T>& p, std::size_t matrix, std::size_t i0, std::size_t j0) {
+    if (!p.modifiers.kept) return keys_kept::some;
+    return p.modifiers.kept(p.modifiers.context, matrix, i0, std::min(i0 + tile, p.tq()), j0, std::min(j0 + tile, p.tk()));
 }
 
 // One matrix of an operand: row t's element c is data[t * row + c * column].
@@ -277,13 +276,13 @@ struct packed_head {
 // then dS = that times the scale.
 template <class T>
 void modified_weights(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0,
-                      bool diagonal) {
+                      bool diagonal, bool kept_whole) {
     constexpr std::size_t N = lanes<T>;
     const auto& mods = p.modifiers;
     const std::size_t rows = std::min(tile, p.tq() - i0), cols = std::min(tile, p.tk() - j0);
     for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t j = 0; j < tile; ++j) m.scores[r * tile + j] *= p.scale;
-    const score_tile<T> scores{m.scores, tile, rows, cols, m.matrix, i0, j0};
+    const score_tile<T> scores{m.scores, tile, rows, cols, m.matrix, i0, j0, !kept_whole};
     if (mods.derive) mods.derive(mods.context, scores, m.slopes);
     else mods.apply(mods.context, scores);
     for (std::size_t r = 0; r < tile; ++r) {
@@ -328,7 +327,8 @@ void modified_weights(const attention_problem<T>& p, const packed_head<T>& m, st
 // seen, 3. dP = dout v^T, 4. dS = scale P (dP - delta), 5. dv += P^T dout, dk += dS^T q,
 // dq += dS k. (The scale of dq and dk is folded into dS.)
 template <class T>
-void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0) {
+void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0,
+                   bool kept_whole) {
     constexpr std::size_t N = lanes<T>;
     const std::size_t padded = m.padded;
     const T* queries = m.queries + i0 * padded;
@@ -346,7 +346,7 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
 
     // 2. and 4., row by row; entries a query does not see are zero in P and dS.
     if (p.modifiers.apply) {
-        modified_weights(p, m, i0, j0, diagonal);
+        modified_weights(p, m, i0, j0, diagonal, kept_whole);
     } else {
     const bool whole = sees_all(p, i0, j0);
     const vec<T> scale(p.scale);
@@ -461,7 +461,9 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
         // its window are never visited.
         for (std::size_t j0 = 0; j0 < rows; j0 += tile)
             for (std::size_t i0 = j0; i0 < rows && i0 < j0 + tile + reach(p); i0 += tile)
-                if (sees_any(p, i0, j0) && kept_by_mask(p, matrix, i0, j0)) backward_pair(p, m, i0, j0);
+                if (sees_any(p, i0, j0))
+                    if (const keys_kept kept = kept_by_mask(p, matrix, i0, j0); kept != keys_kept::none)
+                        backward_pair(p, m, i0, j0, kept == keys_kept::all);
         add_rows(p, dq, padded, matrix_of(grads.dq, index, rank));
     }
 
@@ -478,6 +480,7 @@ bool covers(const attention_problem<T>& p) {
     // Modifiers: as many as the forward ran, with the backward's calls (a score modifier's
     // derivative); a mask that replaces causality is beyond it.
     if (p.modifiers.apply && (!p.sees.causal || (p.modifiers.modifies_scores && !p.modifiers.derive))) return false;
+    if (!p.modifiers.apply && p.modifiers.kept) return false;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];
         const bool k_shared = n > 1 && p.k.batch[i] == 0, v_shared = n > 1 && p.v.batch[i] == 0;

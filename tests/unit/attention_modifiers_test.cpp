@@ -407,3 +407,61 @@ TEST_CASE("causal_attention with modifiers as an op, differentiated, against cen
     });
     REQUIRE(reached > 250);  // of 336; documents of 3 leave some keys unread by some queries
 }
+
+namespace {
+// Document ids of each row's positions: runs of lengths 5, 70, 1, 100, ... (packed documents),
+// or, shuffled, documents interleaved.
+struct document_ids {
+    std::vector<std::vector<int>> rows;
+    int operator()(std::size_t b, std::size_t position) const { return rows[b][position]; }
+};
+document_ids packed_documents(std::size_t t, bool interleaved) {
+    document_ids ids{std::vector<std::vector<int>>(2, std::vector<int>(t))};
+    std::mt19937 rng(static_cast<unsigned>(t));
+    for (std::size_t b = 0; b < 2; ++b) {
+        int document = 0;
+        for (std::size_t p = 0; p < t; ++p) {
+            if (rng() % (b ? 37 : 80) == 0) ++document;
+            ids.rows[b][p] = interleaved ? static_cast<int>(rng() % 3) : document;
+        }
+    }
+    return ids;
+}
+}  // namespace
+
+TEST_CASE("nn::same_document: a block at once is what its pairs say, packed or interleaved", "[attention][modifiers]") {
+    for (const bool interleaved : {false, true}) {
+        const document_ids ids = packed_documents(300, interleaved);
+        const shaped::nn::same_document<document_ids> mask{&ids};
+        std::mt19937 rng(interleaved);
+        for (int trial = 0; trial < 400; ++trial) {
+            const std::size_t b = rng() % 2, q0 = rng() % 300, k0 = rng() % 300;
+            const std::size_t q1 = std::min<std::size_t>(300, q0 + 1 + rng() % 64), k1 = std::min<std::size_t>(300, k0 + 1 + rng() % 64);
+            std::size_t kept = 0;
+            for (std::size_t i = q0; i < q1; ++i)
+                for (std::size_t j = k0; j < k1; ++j) kept += mask({b}, {0}, {i}, {j});
+            const auto block = mask.block({b}, {0}, {q0}, {q1}, {k0}, {k1});
+            CAPTURE(interleaved, b, q0, q1, k0, k1, kept);
+            if (kept == 0) REQUIRE(block != shaped::keys_kept::all);
+            if (kept == (q1 - q0) * (k1 - k0)) REQUIRE(block != shaped::keys_kept::none);
+            if (block == shaped::keys_kept::none) REQUIRE(kept == 0);
+            if (block == shaped::keys_kept::all) REQUIRE(kept == (q1 - q0) * (k1 - k0));
+            if (!interleaved && kept == 0) REQUIRE(block == shaped::keys_kept::none);
+        }
+    }
+}
+
+TEMPLATE_TEST_CASE("nn::same_document in the kernel: blocks skipped, kept whole or masked, as the dense reference",
+                   "[attention][modifiers]", float, double) {
+    using V = TestType;
+    for (const bool interleaved : {false, true}) {
+        const std::size_t t = GENERATE(9, 200, 300);
+        const document_ids ids = packed_documents(t, interleaved);
+        check_modified<V>(t, t, 16,
+                          shaped::attention_modifiers<shaped::nn::alibi<NH>, shaped::nn::same_document<document_ids>>{
+                              {}, {&ids}});
+        check_modified<V>(t, t / 3, 8,
+                          shaped::attention_modifiers<shaped::nn::soft_cap, shaped::nn::same_document<document_ids>>{
+                              {1.0}, {&ids}});
+    }
+}

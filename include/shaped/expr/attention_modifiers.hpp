@@ -119,6 +119,11 @@ struct keep_every_key {
     constexpr bool operator()(batch_index, head_index, query_position, key_position) const { return true; }
 };
 
+// How many of a block's query-key pairs a mask keeps. A mask may answer for a whole block at once,
+// block(b, h, q0, q1, k0, k1) for queries [q0, q1) and keys [k0, k1) (nn::same_document does, in
+// O(block) rather than O(block^2)); otherwise the kernel asks keeps() pair by pair until it knows.
+enum class keys_kept { none, some, all };
+
 // A mask declaring `static constexpr bool causal = false` replaces causality: a prefix-LM's
 // prefix sees itself whole. Any other mask drops keys on top of causality (and a window).
 template <class Mask>

@@ -49,19 +49,21 @@ template <class T>
 struct score_tile {
     T* scores;
     std::size_t ld, rows, cols, matrix, query, key;
+    // Whether the mask is asked about each score (not where it keeps the whole block).
+    bool masked = true;
 };
 
 // A problem's score and mask modifiers (expr/attention_modifiers.hpp), behind one indirect call a
 // tile so that the kernel is compiled once while the modifiers are inlined into the loop over a
 // tile's scores (modifiers_over below). apply modifies the tile's scores and sets those of the
-// keys its mask drops to -inf; any_kept says whether any query [q0, q1) of a matrix keeps any key
-// [k0, k1) (null: every block may). Both null: no modifiers.
+// keys its mask drops to -inf; kept says how many of the pairs of queries [q0, q1) and keys
+// [k0, k1) of a matrix the mask keeps (null: some of every block). Both null: no modifiers.
 template <class T>
 struct score_modifiers {
     const void* context = nullptr;
     void (*apply)(const void* context, const score_tile<T>& tile) = nullptr;
-    bool (*any_kept)(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
-                     std::size_t k1) = nullptr;
+    keys_kept (*kept)(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
+                      std::size_t k1) = nullptr;
     // The backward's (kernels/attention_backward.hpp): derive does what apply does and writes
     // slope[r * ld + j], the derivative of each modified score with respect to the score it was
     // given (null: a modifier that leaves scores as they are, slope 1); learn is handed the
@@ -317,23 +319,47 @@ struct modifier_calls {
     static std::pair<batch_index, head_index> row_and_head(const frame& f, std::size_t matrix) {
         return {batch_index{matrix / f.heads + f.modifiers->batch_origin}, head_index{matrix % f.heads}};
     }
+    // How many of a row's keys from `first` its query can see: all of them, or for a causal
+    // problem those up to the query's own position (the modifiers are not asked about the rest).
+    static std::size_t visible(query_position q, key_position first, std::size_t keys) {
+        if constexpr (!M::causal) return keys;
+        else return q.value < first.value ? 0 : std::min(keys, q.value - first.value + 1);
+    }
+    // -inf past the visible keys and where the mask drops one.
+    static void mask_row(const M& m, bool masked, T* row, std::size_t seen, std::size_t keys, batch_index b,
+                         head_index h, query_position q, key_position first) {
+        std::fill(row + seen, row + keys, -std::numeric_limits<T>::infinity());
+        if constexpr (M::masks_keys)
+            if (masked)
+                for (std::size_t j = 0; j < seen; ++j)
+                if (!m.keeps(b, h, q, key_position{first.value + j})) row[j] = -std::numeric_limits<T>::infinity();
+    }
+    // A score modifier may give a whole row at once, for speed (nn::alibi and nn::soft_cap do,
+    // in vectors): row(scores, n, b, h, q, first) as score() on each of keys first .. first + n - 1,
+    // and row_with_slopes(scores, slopes, n, ...) with its derivative too.
+    static constexpr bool has_row = requires(const M& m, T* s) {
+        m.score.row(s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
+    };
+    static constexpr bool has_row_with_slopes = requires(const M& m, T* s) {
+        m.score.row_with_slopes(s, s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
+    };
     static void apply(const void* context, const score_tile<T>& tile) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
         const auto [b, h] = row_and_head(f, tile.matrix);
+        const key_position first{m.key_origin + tile.key};
         for (std::size_t r = 0; r < tile.rows; ++r) {
             const query_position q{f.query_origin + tile.query + r};
             T* row = tile.scores + r * tile.ld;
-            for (std::size_t j = 0; j < tile.cols; ++j) {
-                const key_position kv{m.key_origin + tile.key + j};
-                if (after_query(q, kv)) {
-                    row[j] = -std::numeric_limits<T>::infinity();
-                    continue;
-                }
-                if constexpr (M::modifies_scores) row[j] = static_cast<T>(m.score(row[j], b, h, q, kv));
-                if constexpr (M::masks_keys)
-                    if (!m.keeps(b, h, q, kv)) row[j] = -std::numeric_limits<T>::infinity();
+            const std::size_t seen = visible(q, first, tile.cols);
+            if constexpr (M::modifies_scores) {
+                if constexpr (has_row)
+                    m.score.row(row, seen, b, h, q, first);
+                else
+                    for (std::size_t j = 0; j < seen; ++j)
+                        row[j] = static_cast<T>(m.score(row[j], b, h, q, key_position{first.value + j}));
             }
+            mask_row(m, tile.masked, row, seen, tile.cols, b, h, q, first);
         }
     }
     // The score modifier's value and derivative at s: its own derivative(...), or run over a dual.
@@ -351,21 +377,19 @@ struct modifier_calls {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
         const auto [b, h] = row_and_head(f, tile.matrix);
+        const key_position first{m.key_origin + tile.key};
         for (std::size_t r = 0; r < tile.rows; ++r) {
             const query_position q{f.query_origin + tile.query + r};
             T* row = tile.scores + r * tile.ld;
             T* row_slope = slope + r * tile.ld;
-            for (std::size_t j = 0; j < tile.cols; ++j) {
-                const key_position kv{m.key_origin + tile.key + j};
-                if (after_query(q, kv)) {
-                    row[j] = -std::numeric_limits<T>::infinity();
-                    row_slope[j] = T{0};
-                    continue;
-                }
-                std::tie(row[j], row_slope[j]) = value_and_slope(m.score, row[j], b, h, q, kv);
-                if constexpr (M::masks_keys)
-                    if (!m.keeps(b, h, q, kv)) row[j] = -std::numeric_limits<T>::infinity();
-            }
+            const std::size_t seen = visible(q, first, tile.cols);
+            if constexpr (has_row_with_slopes)
+                m.score.row_with_slopes(row, row_slope, seen, b, h, q, first);
+            else
+                for (std::size_t j = 0; j < seen; ++j)
+                    std::tie(row[j], row_slope[j]) = value_and_slope(m.score, row[j], b, h, q, key_position{first.value + j});
+            std::fill(row_slope + seen, row_slope + tile.cols, T{0});
+            mask_row(m, tile.masked, row, seen, tile.cols, b, h, q, first);
         }
     }
     static void learn(const void* context, const score_tile<T>& tile) {
@@ -382,17 +406,28 @@ struct modifier_calls {
                 std::apply([&](auto... i) -> auto& { return (*f.table_gradient)(i...); }, at) += g;
             }
     }
-    static bool any_kept(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
-                         std::size_t k1) {
+    static keys_kept kept(const void* context, std::size_t matrix, std::size_t q0, std::size_t q1, std::size_t k0,
+                          std::size_t k1) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
         const auto [b, h] = row_and_head(f, matrix);
-        for (std::size_t i = q0; i < q1; ++i)
-            for (std::size_t j = k0; j < k1; ++j)
-                if (const query_position q{f.query_origin + i}; !after_query(q, key_position{m.key_origin + j}) &&
-                                                                m.keeps(b, h, q, key_position{m.key_origin + j}))
-                    return true;
-        return false;
+        const query_position first_query{f.query_origin + q0}, last_query{f.query_origin + q1};
+        const key_position first_key{m.key_origin + k0}, last_key{m.key_origin + k1};
+        if constexpr (requires { m.keeps.block(b, h, first_query, last_query, first_key, last_key); }) {
+            return m.keeps.block(b, h, first_query, last_query, first_key, last_key);
+        } else {
+            bool any = false, every = true;
+            for (std::size_t i = q0; i < q1; ++i)
+                for (std::size_t j = k0; j < k1; ++j) {
+                    const query_position q{f.query_origin + i};
+                    const key_position kv{m.key_origin + j};
+                    if (after_query(q, kv)) continue;
+                    if (m.keeps(b, h, q, kv)) any = true;
+                    else every = false;
+                    if (any && !every) return keys_kept::some;
+                }
+            return any ? (every ? keys_kept::all : keys_kept::some) : keys_kept::none;
+        }
     }
 };
 
@@ -405,7 +440,7 @@ score_modifiers<T> modifiers_over(const modifier_frame<M, G>& frame) {
     out.context = &frame;
     out.apply = &calls::apply;
     out.modifies_scores = M::modifies_scores;
-    if constexpr (M::masks_keys) out.any_kept = &calls::any_kept;
+    if constexpr (M::masks_keys) out.kept = &calls::kept;
     return out;
 }
 

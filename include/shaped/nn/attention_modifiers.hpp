@@ -15,14 +15,18 @@
 #include <shaped/expr/attention_modifiers.hpp>
 #include <shaped/tensor.hpp>
 
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 namespace shaped::nn {
 
 // ALiBi (Press et al., 2022): a bias linear in how far back the key is, with head h's slope
-// 2^(-8 (h + 1) / NH), so that heads attend at different ranges.
+// 2^(-8 (h + 1) / NH), so that heads attend at different ranges. Its rows are one vector loop.
 template <StaticDim NH>
 struct alibi {
     static double slope(head_index h) {
@@ -32,15 +36,58 @@ struct alibi {
     S operator()(S s, batch_index, head_index h, query_position q, key_position kv) const {
         return s - slope(h) * static_cast<double>(q - kv);
     }
+    template <class T>
+    void row(T* scores, std::size_t n, batch_index, head_index h, query_position q, key_position first) const {
+        const T m = static_cast<T>(slope(h));
+        const T back = static_cast<T>(q - first);  // how far back the first key is
+        for (std::size_t j = 0; j < n; ++j) scores[j] -= m * (back - static_cast<T>(j));
+    }
+    template <class T>
+    void row_with_slopes(T* scores, T* slopes, std::size_t n, batch_index b, head_index h, query_position q,
+                         key_position first) const {
+        row(scores, n, b, h, q, first);
+        std::fill(slopes, slopes + n, T{1});
+    }
 };
 
-// Soft-capping (Gemma 2): scores squashed into (-cap, cap), smoothly.
+// Soft-capping (Gemma 2): scores squashed into (-cap, cap), smoothly. Its rows run in vectors.
 struct soft_cap {
     double cap;
     template <class S>
     S operator()(S s, batch_index, head_index, query_position, key_position) const {
         using std::tanh;
         return cap * tanh(s / cap);
+    }
+    template <class T>
+    void row(T* scores, std::size_t n, batch_index, head_index, query_position, key_position) const {
+        each_vector(scores, n, [&](auto s) { return T(cap) * xsimd::tanh(s / T(cap)); },
+                    [&](T s) { return T(cap) * std::tanh(s / T(cap)); });
+    }
+    template <class T>
+    void row_with_slopes(T* scores, T* slopes, std::size_t n, batch_index, head_index, query_position,
+                         key_position) const {
+        using V = xsimd::batch<T>;
+        std::size_t j = 0;
+        for (; j + V::size <= n; j += V::size) {
+            const V t = xsimd::tanh(V::load_unaligned(scores + j) / V(T(cap)));
+            (V(T(cap)) * t).store_unaligned(scores + j);
+            (V(T{1}) - t * t).store_unaligned(slopes + j);
+        }
+        for (; j < n; ++j) {
+            const T t = std::tanh(scores[j] / T(cap));
+            scores[j] = T(cap) * t;
+            slopes[j] = T{1} - t * t;
+        }
+    }
+
+private:
+    // scores[j] = f(scores[j]), whole vectors by vector_f and the rest one by one.
+    template <class T, class VectorF, class ScalarF>
+    static void each_vector(T* scores, std::size_t n, const VectorF& vector_f, const ScalarF& scalar_f) {
+        using V = xsimd::batch<T>;
+        std::size_t j = 0;
+        for (; j + V::size <= n; j += V::size) vector_f(V::load_unaligned(scores + j)).store_unaligned(scores + j);
+        for (; j < n; ++j) scores[j] = scalar_f(scores[j]);
     }
 };
 
@@ -74,6 +121,29 @@ struct then_modify {
     S operator()(S s, batch_index b, head_index h, query_position q, key_position kv) const {
         return second(first(s, b, h, q, kv), b, h, q, kv);
     }
+    // Row by row where both modify rows: the slopes multiply (the chain rule).
+    template <class T>
+        requires requires(const First& f, const Second& g, T* s) {
+            f.row_with_slopes(s, s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
+            g.row_with_slopes(s, s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
+        }
+    void row(T* scores, std::size_t n, batch_index b, head_index h, query_position q, key_position kv) const {
+        first.row(scores, n, b, h, q, kv);
+        second.row(scores, n, b, h, q, kv);
+    }
+    template <class T>
+        requires requires(const First& f, const Second& g, T* s) {
+            f.row_with_slopes(s, s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
+            g.row_with_slopes(s, s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
+        }
+    void row_with_slopes(T* scores, T* slopes, std::size_t n, batch_index b, head_index h, query_position q,
+                         key_position kv) const {
+        first.row_with_slopes(scores, slopes, n, b, h, q, kv);
+        thread_local std::vector<T> outer;
+        outer.resize(n);
+        second.row_with_slopes(scores, outer.data(), n, b, h, q, kv);
+        for (std::size_t j = 0; j < n; ++j) slopes[j] *= outer[j];
+    }
 };
 
 // Documents packed into one row: ids(b, position) names the document of each position, and a
@@ -83,6 +153,23 @@ struct same_document {
     const Ids* ids;
     bool operator()(batch_index b, head_index, query_position q, key_position kv) const {
         return (*ids)(b.value, q.value) == (*ids)(b.value, kv.value);
+    }
+    // A block at once where the ids of its queries and of its keys each run in order (documents
+    // packed one after another): then its corners tell. Otherwise nothing is assumed.
+    keys_kept block(batch_index b, head_index, query_position q0, query_position q1, key_position k0,
+                    key_position k1) const {
+        const auto id = [&](std::size_t position) { return (*ids)(b.value, position); };
+        const auto in_order = [&](std::size_t from, std::size_t to) {
+            for (std::size_t p = from; p + 1 < to; ++p)
+                if (id(p + 1) < id(p)) return false;
+            return true;
+        };
+        if (q0.value >= q1.value || k0.value >= k1.value) return keys_kept::none;
+        if (!in_order(q0.value, q1.value) || !in_order(k0.value, k1.value)) return keys_kept::some;
+        const auto first_q = id(q0.value), last_q = id(q1.value - 1), first_k = id(k0.value), last_k = id(k1.value - 1);
+        if (last_q < first_k || last_k < first_q) return keys_kept::none;
+        if (first_q == last_q && first_k == last_k && first_q == first_k) return keys_kept::all;
+        return keys_kept::some;
     }
 };
 
