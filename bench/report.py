@@ -44,6 +44,8 @@ CHAR_GPT_ONE_ROW = "train/char_gpt_B1_T64"
 QK_NORM_CHAR_GPT = "train/qk_norm_char_gpt_B16_T64"
 GPT2_LAYERS = "train/gpt2_2layers_B1_T256_C768"
 ATTENTION_BACKWARD = "attention_backward/B1_NH12_T1024_HS64"
+# Score and mask modifiers in the fused kernel (attention_variants_bench.cpp), by variant.
+ATTENTION_VARIANT = "attention_variant/{}_B1_NH12_T1024_HS64"
 NAMED = {
     "llama/stories260k_c_loops_N256": (STORIES, "baseline"),
     "llama/stories260k_shaped_N256": (STORIES, "shaped"),
@@ -131,8 +133,8 @@ def build_rows(times, counters, torch_cases, clock):
 
 
 def order(row):
-    kinds = ["head", "prefill", "attention_core", "attention_backward", "decode", "recompute", "generate", "llama",
-             "train", "sgemm", "stream"]
+    kinds = ["head", "prefill", "attention_core", "attention_backward", "attention_variant", "decode", "recompute",
+             "generate", "llama", "train", "sgemm", "stream"]
     kind = row["case"].split("/")[0]
     rank = kinds.index(kind) if kind in kinds else len(kinds)
     numbers = [int(n) for n in re.findall(r"\d+", row["case"])]
@@ -329,6 +331,23 @@ def targets(rows, ceiling, bandwidth, memory):
         "over the causal half)", share is not None and share >= 0.5,
         f"{backward['gflops']:.1f} GFLOP/s = {100 * share:.0f}% of {ceiling:.1f}" +
         (f"; {x:.1f}x PyTorch's autograd" if x else "") if share else "missing")
+
+    # Attention variants (attention_variants_bench.cpp): each against plain causal attention's time in the same run.
+    def variant_time(variant, direction):
+        return by_case.get(f"{ATTENTION_VARIANT.format(variant)}_{direction}", {}).get("shaped")
+
+    for direction in ("forward", "backward"):
+        plain = variant_time("causal", direction)
+        for variant, what in (("alibi", "ALiBi"), ("softcap", "soft-capped")):
+            time = variant_time(variant, direction)
+            add(f"{what} attention (1, 12 heads, T 1024, HS 64), {direction}: within 1.1x of plain causal attention's",
+                bool(plain and time and time <= 1.1 * plain),
+                f"{time * 1e3:.1f} ms, causal {plain * 1e3:.1f} ({time / plain:.2f}x)" if plain and time else "missing")
+    plain, documents = variant_time("causal", "forward"), variant_time("documents4", "forward")
+    add("a document mask of 4 documents (T 1024, 12 heads, HS 64), forward: at most 0.4x of causal attention's time",
+        bool(plain and documents and documents <= 0.4 * plain),
+        f"{documents * 1e3:.1f} ms, causal {plain * 1e3:.1f} ({documents / plain:.2f}x)" if plain and documents
+        else "missing")
 
     ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None

@@ -12,6 +12,7 @@ otherwise; both are written).
 
 import argparse
 import inspect
+import itertools
 import json
 import math
 import os
@@ -309,6 +310,46 @@ def cases(only):
         yield name, backward
 
 
+def attention_variant(q, k, v, variant):
+    """Dense attention with a score modifier and a mask, as one writes it without a fused kernel
+    (FlexAttention's reference): the scores, the modifier, the mask, softmax, the values."""
+    B, nh, T, hs = q.shape
+    scores = q @ k.transpose(-2, -1) * hs ** -0.5
+    i = torch.arange(T).view(T, 1)
+    j = torch.arange(T).view(1, T)
+    keep = j <= i
+    if variant == "alibi":
+        slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / nh) for h in range(nh)]).view(1, nh, 1, 1)
+        scores = scores - slopes * (i - j)
+    elif variant == "softcap":
+        scores = 2.0 * torch.tanh(scores / 2.0)
+    elif variant == "documents4":
+        keep = keep & (i // (T // 4) == j // (T // 4))
+    scores = scores.masked_fill(~keep, float('-inf'))
+    return F.softmax(scores, dim=-1) @ v
+
+
+def variant_cases(only):
+    """attention_variants_bench.cpp's cases: forward, and autograd's backward of the same graph
+    (its forward outside the timing)."""
+    B, nh, T, hs = 1, 12, 1024, 64
+    for variant in ("causal", "alibi", "softcap", "documents4"):
+        name = f"attention_variant/{variant}_B{B}_NH{nh}_T{T}_HS{hs}"
+        q, k, v = (torch.randn(B, nh, T, hs) for _ in range(3))
+        if not only or only in name + "_forward":
+            yield name + "_forward", lambda q=q, k=k, v=v, variant=variant: attention_variant(q, k, v, variant)
+        if not only or only in name + "_backward":
+            with torch.enable_grad():
+                inputs = tuple(x.clone().requires_grad_(True) for x in (q, k, v))
+                out = attention_variant(*inputs, variant)
+            dout = torch.randn(B, nh, T, hs)
+
+            def backward(out=out, inputs=inputs, dout=dout):
+                with torch.enable_grad():
+                    return torch.autograd.grad(out, inputs, dout, retain_graph=True)
+            yield name + "_backward", backward
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
@@ -321,7 +362,7 @@ def main():
     torch.set_num_threads(args.threads)
     results = {}
     with torch.no_grad():
-        for name, call in cases(args.filter):
+        for name, call in itertools.chain(cases(args.filter), variant_cases(args.filter)):
             if args.filter and args.filter not in name:
                 continue
             cpu, wall = measure(call, args.min_time, args.repetitions)

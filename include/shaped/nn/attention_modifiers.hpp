@@ -30,7 +30,13 @@ namespace shaped::nn {
 template <StaticDim NH>
 struct alibi {
     static double slope(head_index h) {
-        return std::exp2(-8.0 * static_cast<double>(h.value + 1) / static_cast<double>(NH::extent));
+        static const std::array<double, NH::extent> slopes = [] {
+            std::array<double, NH::extent> s{};
+            for (std::size_t i = 0; i < NH::extent; ++i)
+                s[i] = std::exp2(-8.0 * static_cast<double>(i + 1) / static_cast<double>(NH::extent));
+            return s;
+        }();
+        return slopes[h.value];
     }
     template <class S>
     S operator()(S s, batch_index, head_index h, query_position q, key_position kv) const {
@@ -60,34 +66,35 @@ struct soft_cap {
     }
     template <class T>
     void row(T* scores, std::size_t n, batch_index, head_index, query_position, key_position) const {
-        each_vector(scores, n, [&](auto s) { return T(cap) * xsimd::tanh(s / T(cap)); },
-                    [&](T s) { return T(cap) * std::tanh(s / T(cap)); });
+        each_tanh(scores, n, [&](std::size_t j, auto t) { (t * T(cap)).store_unaligned(scores + j); },
+                  [&](std::size_t j, T t) { scores[j] = T(cap) * t; });
     }
     template <class T>
     void row_with_slopes(T* scores, T* slopes, std::size_t n, batch_index, head_index, query_position,
                          key_position) const {
-        using V = xsimd::batch<T>;
-        std::size_t j = 0;
-        for (; j + V::size <= n; j += V::size) {
-            const V t = xsimd::tanh(V::load_unaligned(scores + j) / V(T(cap)));
-            (V(T(cap)) * t).store_unaligned(scores + j);
-            (V(T{1}) - t * t).store_unaligned(slopes + j);
-        }
-        for (; j < n; ++j) {
-            const T t = std::tanh(scores[j] / T(cap));
-            scores[j] = T(cap) * t;
-            slopes[j] = T{1} - t * t;
-        }
+        each_tanh(scores, n,
+                  [&](std::size_t j, auto t) {
+                      (t * T(cap)).store_unaligned(scores + j);
+                      (T{1} - t * t).store_unaligned(slopes + j);
+                  },
+                  [&](std::size_t j, T t) {
+                      scores[j] = T(cap) * t;
+                      slopes[j] = T{1} - t * t;
+                  });
     }
 
 private:
-    // scores[j] = f(scores[j]), whole vectors by vector_f and the rest one by one.
-    template <class T, class VectorF, class ScalarF>
-    static void each_vector(T* scores, std::size_t n, const VectorF& vector_f, const ScalarF& scalar_f) {
+    // put(j, tanh(scores[j] / cap)) for each j < n, whole vectors at once. tanh as
+    // 1 - 2 / (1 + exp(2x)): one exp a lane, as softmax's (xsimd::tanh costs several times more);
+    // its error near 0 is an ulp of 1, absolute, which scores of order one do not notice.
+    template <class T, class PutVector, class PutOne>
+    void each_tanh(const T* scores, std::size_t n, const PutVector& put_vector, const PutOne& put_one) const {
         using V = xsimd::batch<T>;
+        const T twice_over_cap = T(2 / cap);
         std::size_t j = 0;
-        for (; j + V::size <= n; j += V::size) vector_f(V::load_unaligned(scores + j)).store_unaligned(scores + j);
-        for (; j < n; ++j) scores[j] = scalar_f(scores[j]);
+        for (; j + V::size <= n; j += V::size)
+            put_vector(j, T{1} - T{2} / (T{1} + xsimd::exp(V::load_unaligned(scores + j) * twice_over_cap)));
+        for (; j < n; ++j) put_one(j, std::tanh(scores[j] / T(cap)));
     }
 };
 
