@@ -346,7 +346,8 @@ struct modifier_calls {
     static void apply(const void* context, const score_tile<T>& tile) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const auto [b, h] = row_and_head(f, tile.matrix);
+        const batch_index b = row_and_head(f, tile.matrix).first;
+        const head_index h = row_and_head(f, tile.matrix).second;
         const key_position first{m.key_origin + tile.key};
         for (std::size_t r = 0; r < tile.rows; ++r) {
             const query_position q{f.query_origin + tile.query + r};
@@ -376,7 +377,8 @@ struct modifier_calls {
     static void derive(const void* context, const score_tile<T>& tile, T* slope) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const auto [b, h] = row_and_head(f, tile.matrix);
+        const batch_index b = row_and_head(f, tile.matrix).first;
+        const head_index h = row_and_head(f, tile.matrix).second;
         const key_position first{m.key_origin + tile.key};
         for (std::size_t r = 0; r < tile.rows; ++r) {
             const query_position q{f.query_origin + tile.query + r};
@@ -395,7 +397,8 @@ struct modifier_calls {
     static void learn(const void* context, const score_tile<T>& tile) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const auto [b, h] = row_and_head(f, tile.matrix);
+        const batch_index b = row_and_head(f, tile.matrix).first;
+        const head_index h = row_and_head(f, tile.matrix).second;
         const std::lock_guard<std::mutex> hold(*f.lock);
         for (std::size_t r = 0; r < tile.rows; ++r)
             for (std::size_t j = 0; j < tile.cols; ++j) {
@@ -410,7 +413,8 @@ struct modifier_calls {
                           std::size_t k1) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const auto [b, h] = row_and_head(f, matrix);
+        const batch_index b = row_and_head(f, matrix).first;
+        const head_index h = row_and_head(f, matrix).second;
         const query_position first_query{f.query_origin + q0}, last_query{f.query_origin + q1};
         const key_position first_key{m.key_origin + k0}, last_key{m.key_origin + k1};
         if constexpr (requires { m.keeps.block(b, h, first_query, last_query, first_key, last_key); }) {
