@@ -1133,6 +1133,58 @@ def compute_derivation():
                                    value for case, value in summary.items()}
 
 
+# attention_variants/: a layer's score and mask modifiers (attention_variants_parity_test.cpp): nanoGPT's
+# attention whose scores take a learned relative bias (a table (NH, 5) at the head and min(q - kv, 4)),
+# then ALiBi (slope 2^(-8 (h + 1) / NH)) and soft-capping (1.5 tanh(s / 1.5)), with documents of three
+# positions masked on top of causality; its output, loss and every parameter's gradient in float64.
+VARIANT_SEED = 2718
+VARIANT_B, VARIANT_T, VARIANT_C, VARIANT_NH = 2, 7, 8, 2
+
+
+def variant_attention(p, x):
+    b, t, c = x.shape
+    nh, hs = VARIANT_NH, VARIANT_C // VARIANT_NH
+    q, k, v = F.linear(x, p["c_attn.weight"], p["c_attn.bias"]).split(c, dim=2)
+    q, k, v = (z.view(b, t, nh, hs).transpose(1, 2) for z in (q, k, v))  # (B, NH, T, HS)
+    i = torch.arange(t).view(t, 1)
+    j = torch.arange(t).view(1, t)
+    scores = q @ k.transpose(-2, -1) * hs ** -0.5
+    scores = scores + p["relative"][:, torch.clamp(i - j, max=4).clamp(min=0)]  # (NH, T, T), broadcast over B
+    slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / nh) for h in range(nh)], dtype=torch.float64).view(nh, 1, 1)
+    scores = 1.5 * torch.tanh((scores - slopes * (i - j)) / 1.5)
+    keep = (j <= i) & (i // 3 == j // 3)
+    wei = F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    y = (wei @ v).transpose(1, 2).contiguous().view(b, t, c)
+    return F.linear(y, p["c_proj.weight"], p["c_proj.bias"])
+
+
+def compute_attention_variants():
+    torch.manual_seed(VARIANT_SEED)
+    b, t, c, nh = VARIANT_B, VARIANT_T, VARIANT_C, VARIANT_NH
+    draw = lambda *shape, scale=1.0: scale * torch.randn(*shape, dtype=torch.float64)
+    parameters = {"c_attn.weight": draw(3 * c, c, scale=c ** -0.5), "c_attn.bias": draw(3 * c, scale=0.5),
+                  "c_proj.weight": draw(c, c, scale=c ** -0.5), "c_proj.bias": draw(c, scale=0.5),
+                  "relative": draw(nh, 5)}
+    x, y = draw(b, t, c), draw(b, t, c)
+
+    def backward():
+        leaves = {name: t.clone().requires_grad_() for name, t in parameters.items()}
+        with torch.enable_grad():
+            out = variant_attention(leaves, x)
+            loss = torch.square(out - y).mean()
+            loss.backward()
+        return out.detach(), loss.detach(), {name: t.grad for name, t in leaves.items()}
+
+    out, loss, gradients = single_threaded(backward)
+    assert all(g.abs().max().item() > 1e-3 for g in gradients.values())
+    tensors = dict(gradients)
+    tensors["loss"] = loss
+    files = {"parameters.safetensors": (parameters, {"format": "pt"}), "gradients.safetensors": (tensors, {"format": "pt"}),
+             "x.npy": x.numpy(), "y.npy": y.numpy(), "out.npy": out.numpy()}
+    return {"attention_variants": files}, {"loss": loss.item(),
+                                           "largest |gradient| of the table": gradients["relative"].abs().max().item()}
+
+
 def write_folder(folder, files):
     """Writes one fixture folder: .npy files from numpy arrays, .safetensors files from
     (tensors, metadata)."""
@@ -1275,6 +1327,12 @@ def main():
             write_folder(folder, files)
         for key, value in summary.items():
             print(f"  derivation {key}: {value}")
+    if wanted("attention_variants"):
+        folders, summary = compute_attention_variants()
+        for folder, files in folders.items():
+            write_folder(folder, files)
+        for key, value in summary.items():
+            print(f"  attention_variants {key}: {value}")
     if args.only is not None:
         return
     torch.set_printoptions(precision=4)
