@@ -270,7 +270,39 @@ struct packed_head {
     std::size_t matrix; // the query head's matrix, counted row-major over the batch dims
 };
 
-// Step 2. and 4. below for a problem with modifiers: the scaled scores modified and masked
+// Steps 2. and 4. of a pair of tiles, row by row: P = exp(score_factor S - lse) where a query
+// sees a key, dS = gradient_factor P (dP - delta); entries a query does not see are zero in both.
+// whole: every query of the pair sees every key.
+template <class T>
+void weights_and_score_gradients(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0,
+                                 bool diagonal, bool whole, T score_factor, T gradient_factor) {
+    constexpr std::size_t N = lanes<T>;
+    const vec<T> factor(score_factor), gradient(gradient_factor);
+    for (std::size_t r = 0; r < tile; ++r) {
+        T* s = m.scores + r * tile;
+        T* ds = m.dscores + r * tile;
+        const visible_span seen = whole ? visible_span{0, tile} : span_of(p, i0 + r, j0);
+        if (seen.from == seen.to) {
+            std::fill(s, s + tile, T{0});
+            std::fill(ds, ds + tile, T{0});
+            continue;
+        }
+        const vec<T> minus_lse(-m.lse[i0 + r]), delta(m.delta[i0 + r]);
+        // Past the vectors that hold what the row sees, the products wrote nothing on the diagonal.
+        const std::size_t computed = diagonal ? round_up(seen.to, N) : tile;
+        for (std::size_t j = 0; j < computed; j += N) {
+            const vec<T> weight = xsimd::exp(xsimd::fma(vec<T>::load_aligned(s + j), factor, minus_lse));
+            weight.store_aligned(s + j);
+            (gradient * weight * (vec<T>::load_aligned(ds + j) - delta)).store_aligned(ds + j);
+        }
+        std::fill(s, s + seen.from, T{0});
+        std::fill(s + seen.to, s + tile, T{0});
+        std::fill(ds, ds + seen.from, T{0});
+        std::fill(ds + seen.to, ds + tile, T{0});
+    }
+}
+
+// Steps 2. and 4. for a problem with modifiers: the scaled scores modified and masked
 // (kernels/attention.hpp's score_modifiers), P = exp(modified - lse) where seen, the gradient of
 // the modified scores P (dP - delta) times the modifier's slope (handed to a learned modifier),
 // then dS = that times the scale.
@@ -285,27 +317,7 @@ void modified_weights(const attention_problem<T>& p, const packed_head<T>& m, st
     const score_tile<T> scores{m.scores, tile, rows, cols, m.matrix, i0, j0, !kept_whole};
     if (mods.derive) mods.derive(mods.context, scores, m.slopes);
     else mods.apply(mods.context, scores);
-    for (std::size_t r = 0; r < tile; ++r) {
-        T* s = m.scores + r * tile;
-        T* ds = m.dscores + r * tile;
-        const visible_span seen = span_of(p, i0 + r, j0);
-        if (seen.from == seen.to) {
-            std::fill(s, s + tile, T{0});
-            std::fill(ds, ds + tile, T{0});
-            continue;
-        }
-        const vec<T> minus_lse(-m.lse[i0 + r]), delta(m.delta[i0 + r]);
-        const std::size_t computed = diagonal ? round_up(seen.to, N) : tile;
-        for (std::size_t j = 0; j < computed; j += N) {
-            const vec<T> weight = xsimd::exp(vec<T>::load_aligned(s + j) + minus_lse);
-            weight.store_aligned(s + j);
-            (weight * (vec<T>::load_aligned(ds + j) - delta)).store_aligned(ds + j);
-        }
-        std::fill(s, s + seen.from, T{0});
-        std::fill(s + seen.to, s + tile, T{0});
-        std::fill(ds, ds + seen.from, T{0});
-        std::fill(ds + seen.to, ds + tile, T{0});
-    }
+    weights_and_score_gradients(p, m, i0, j0, diagonal, false, T{1}, T{1});
     if (mods.derive)
         for (std::size_t r = 0; r < rows; ++r) {
             T* ds = m.dscores + r * tile;
@@ -329,7 +341,6 @@ void modified_weights(const attention_problem<T>& p, const packed_head<T>& m, st
 template <class T>
 void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::size_t i0, std::size_t j0,
                    bool kept_whole) {
-    constexpr std::size_t N = lanes<T>;
     const std::size_t padded = m.padded;
     const T* queries = m.queries + i0 * padded;
     const T* dout = m.dout + i0 * padded;
@@ -344,35 +355,9 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
     multiply(tile, tile, padded, dout, signed_size(padded), 1, m.values_t + j0 * padded, tile, m.dscores, tile, false,
              part(causal_part::columns_to_row));
 
-    // 2. and 4., row by row; entries a query does not see are zero in P and dS.
-    if (p.modifiers.apply) {
-        modified_weights(p, m, i0, j0, diagonal, kept_whole);
-    } else {
-    const bool whole = sees_all(p, i0, j0);
-    const vec<T> scale(p.scale);
-    for (std::size_t r = 0; r < tile; ++r) {
-        T* s = m.scores + r * tile;
-        T* ds = m.dscores + r * tile;
-        const visible_span seen = whole ? visible_span{0, tile} : span_of(p, i0 + r, j0);
-        if (seen.from == seen.to) {
-            std::fill(s, s + tile, T{0});
-            std::fill(ds, ds + tile, T{0});
-            continue;
-        }
-        const vec<T> minus_lse(-m.lse[i0 + r]), delta(m.delta[i0 + r]);
-        // Past the vectors that hold what the row sees, the products wrote nothing on the diagonal.
-        const std::size_t computed = diagonal ? round_up(seen.to, N) : tile;
-        for (std::size_t j = 0; j < computed; j += N) {
-            const vec<T> weight = xsimd::exp(xsimd::fma(vec<T>::load_aligned(s + j), scale, minus_lse));
-            weight.store_aligned(s + j);
-            (scale * weight * (vec<T>::load_aligned(ds + j) - delta)).store_aligned(ds + j);
-        }
-        std::fill(s, s + seen.from, T{0});
-        std::fill(s + seen.to, s + tile, T{0});
-        std::fill(ds, ds + seen.from, T{0});
-        std::fill(ds + seen.to, ds + tile, T{0});
-    }
-    }
+    // 2. and 4.
+    if (p.modifiers.apply) modified_weights(p, m, i0, j0, diagonal, kept_whole);
+    else weights_and_score_gradients(p, m, i0, j0, diagonal, sees_all(p, i0, j0), p.scale, p.scale);
 
     // 5.
     multiply(tile, padded, tile, m.scores, 1, signed_size(tile), dout, padded, m.dv + j0 * padded, padded, true,

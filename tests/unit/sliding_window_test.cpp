@@ -142,6 +142,36 @@ Unwindowed without_window(const Windowed& layer) {
     return plain;
 }
 
+// Decodes rows (B, T, C) through a ring in ragged steps (counts per batch row), each step's
+// input the rows' next positions then padding, by decode(x, ring, counts); every position's
+// output must be full's at that position, the padding's 0. Returns the ring.
+template <class Decode>
+Ring decode_ragged_steps(shaped::Generator& gen, const shaped::Tensor<double, B, Td, C>& rows,
+                         const shaped::Tensor<double, B, Td, C>& full,
+                         const std::vector<std::array<std::size_t, 2>>& steps, const Decode& decode) {
+    Ring cache;
+    for (const auto& counts : steps) {
+        const std::size_t n = std::max(counts[0], counts[1]);
+        const auto starts = cache.lengths();
+        CAPTURE(starts[0], starts[1], counts[0], counts[1]);
+        auto x = shaped::randn<double, B, Td, C>(gen, Td{n});
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t i = 0; i < counts[b]; ++i)
+                for (std::size_t c = 0; c < C::extent; ++c) x(b, i, c) = rows(b, starts[b] + i, c);
+        const auto got = decode(x, cache, counts);
+        for (std::size_t b = 0; b < 2; ++b) {
+            REQUIRE(cache.lengths()[b] == starts[b] + counts[b]);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t c = 0; c < C::extent; ++c) {
+                    CAPTURE(b, i, c);
+                    if (i < counts[b]) REQUIRE(got(b, i, c) == Approx(full(b, starts[b] + i, c)).epsilon(1e-10));
+                    else REQUIRE(got(b, i, c) == 0);
+                }
+        }
+    }
+    return cache;
+}
+
 }  // namespace
 
 TEST_CASE("RingKVCache: a windowed layer's cache is a ring of W positions", "[sliding_window][cache]") {
@@ -241,29 +271,10 @@ TEST_CASE("a windowed layer decodes past W with its ring, equal at every step to
     const auto full = layer(rows);  // the windowed mask over every position
     // Ragged steps: a prefill longer than W in row 0, chunks that cross the ring's end, single
     // steps (even and ragged), rows that sit a step out.
-    const std::vector<std::array<std::size_t, 2>> steps{{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1}, {1, 1},
-                                                        {3, 2}, {1, 0}, {6, 11}, {1, 1}, {1, 1}, {2, 1}, {1, 1}};
-    Ring cache;
-    for (const auto& counts : steps) {
-        const std::size_t n = std::max(counts[0], counts[1]);
-        const auto starts = cache.lengths();
-        CAPTURE(starts[0], starts[1], counts[0], counts[1]);
-        // Row b's next counts[b] positions, then padding that must not matter.
-        auto x = shaped::randn<double, B, Td, C>(gen, Td{n});
-        for (std::size_t b = 0; b < 2; ++b)
-            for (std::size_t i = 0; i < counts[b]; ++i)
-                for (std::size_t c = 0; c < C::extent; ++c) x(b, i, c) = rows(b, starts[b] + i, c);
-        const auto got = layer(x, cache, counts);
-        for (std::size_t b = 0; b < 2; ++b) {
-            REQUIRE(cache.lengths()[b] == starts[b] + counts[b]);
-            for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t c = 0; c < C::extent; ++c) {
-                    CAPTURE(b, i, c);
-                    if (i < counts[b]) REQUIRE(got(b, i, c) == Approx(full(b, starts[b] + i, c)).epsilon(1e-10));
-                    else REQUIRE(got(b, i, c) == 0);
-                }
-        }
-    }
+    const auto cache = decode_ragged_steps(
+        gen, rows, full,
+        {{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1}, {1, 1}, {3, 2}, {1, 0}, {6, 11}, {1, 1}, {1, 1}, {2, 1}, {1, 1}},
+        [&](const auto& x, Ring& ring, const Ring::lengths_type& counts) { return layer(x, ring, counts); });
     REQUIRE(cache.lengths() == std::array<std::size_t, 2>{32, 30});
 }
 
@@ -344,25 +355,11 @@ TEST_CASE("a windowed layer with modifiers decodes past W with its ring, as its 
     // The modifiers change the numbers.
     const auto plain = layer(rows);
     REQUIRE(std::abs(full(1, 20, 3) - plain(1, 20, 3)) > 1e-6);
-    const std::vector<std::array<std::size_t, 2>> steps{{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1},
-                                                        {1, 1}, {3, 2}, {1, 0}, {6, 11}, {1, 1}, {1, 1}};
-    Ring cache;
-    for (const auto& counts : steps) {
-        const std::size_t n = std::max(counts[0], counts[1]);
-        const auto starts = cache.lengths();
-        CAPTURE(starts[0], starts[1], counts[0], counts[1]);
-        auto x = shaped::randn<double, B, Td, C>(gen, Td{n});
-        for (std::size_t b = 0; b < 2; ++b)
-            for (std::size_t i = 0; i < counts[b]; ++i)
-                for (std::size_t c = 0; c < C::extent; ++c) x(b, i, c) = rows(b, starts[b] + i, c);
-        const auto got = shaped::nn::causal_self_attention(layer, x, cache, counts);
-        for (std::size_t b = 0; b < 2; ++b)
-            for (std::size_t i = 0; i < counts[b]; ++i)
-                for (std::size_t c = 0; c < C::extent; ++c) {
-                    CAPTURE(b, i, c);
-                    REQUIRE(got(b, i, c) == Approx(full(b, starts[b] + i, c)).epsilon(1e-10));
-                }
-    }
+    decode_ragged_steps(gen, rows, full,
+                        {{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1}, {1, 1}, {3, 2}, {1, 0}, {6, 11}, {1, 1}, {1, 1}},
+                        [&](const auto& x, Ring& ring, const Ring::lengths_type& counts) {
+                            return shaped::nn::causal_self_attention(layer, x, ring, counts);
+                        });
     // Token by token, an even batch: each step gathers the ring's positions in order.
     Ring even;
     for (std::size_t t = 0; t < 12; ++t) {

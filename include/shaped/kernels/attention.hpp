@@ -343,7 +343,10 @@ struct modifier_calls {
     static constexpr bool has_row_with_slopes = requires(const M& m, T* s) {
         m.score.row_with_slopes(s, s, std::size_t{}, batch_index{}, head_index{}, query_position{}, key_position{});
     };
-    static void apply(const void* context, const score_tile<T>& tile) {
+    // apply's and derive's loop: each row's visible scores modified (with their slopes, for
+    // derive), then masked.
+    template <bool WithSlopes>
+    static void modify(const void* context, const score_tile<T>& tile, T* slope) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
         const batch_index b = row_and_head(f, tile.matrix).first;
@@ -353,7 +356,16 @@ struct modifier_calls {
             const query_position q{f.query_origin + tile.query + r};
             T* row = tile.scores + r * tile.ld;
             const std::size_t seen = visible(q, first, tile.cols);
-            if constexpr (M::modifies_scores) {
+            if constexpr (WithSlopes) {
+                T* row_slope = slope + r * tile.ld;
+                if constexpr (has_row_with_slopes)
+                    m.score.row_with_slopes(row, row_slope, seen, b, h, q, first);
+                else
+                    for (std::size_t j = 0; j < seen; ++j)
+                        std::tie(row[j], row_slope[j]) =
+                            value_and_slope(m.score, row[j], b, h, q, key_position{first.value + j});
+                std::fill(row_slope + seen, row_slope + tile.cols, T{0});
+            } else if constexpr (M::modifies_scores) {
                 if constexpr (has_row)
                     m.score.row(row, seen, b, h, q, first);
                 else
@@ -363,6 +375,8 @@ struct modifier_calls {
             mask_row(m, tile.masked, row, seen, tile.cols, b, h, q, first);
         }
     }
+    static void apply(const void* context, const score_tile<T>& tile) { modify<false>(context, tile, nullptr); }
+    static void derive(const void* context, const score_tile<T>& tile, T* slope) { modify<true>(context, tile, slope); }
     // The score modifier's value and derivative at s: its own derivative(...), or run over a dual.
     template <class Score>
     static std::pair<T, T> value_and_slope(const Score& score, T s, batch_index b, head_index h, query_position q,
@@ -372,26 +386,6 @@ struct modifier_calls {
         } else {
             const dual<T> d = score(dual<T>{s, T{1}}, b, h, q, kv);
             return {d.value, d.slope};
-        }
-    }
-    static void derive(const void* context, const score_tile<T>& tile, T* slope) {
-        const auto& f = *static_cast<const frame*>(context);
-        const M& m = *f.modifiers;
-        const batch_index b = row_and_head(f, tile.matrix).first;
-        const head_index h = row_and_head(f, tile.matrix).second;
-        const key_position first{m.key_origin + tile.key};
-        for (std::size_t r = 0; r < tile.rows; ++r) {
-            const query_position q{f.query_origin + tile.query + r};
-            T* row = tile.scores + r * tile.ld;
-            T* row_slope = slope + r * tile.ld;
-            const std::size_t seen = visible(q, first, tile.cols);
-            if constexpr (has_row_with_slopes)
-                m.score.row_with_slopes(row, row_slope, seen, b, h, q, first);
-            else
-                for (std::size_t j = 0; j < seen; ++j)
-                    std::tie(row[j], row_slope[j]) = value_and_slope(m.score, row[j], b, h, q, key_position{first.value + j});
-            std::fill(row_slope + seen, row_slope + tile.cols, T{0});
-            mask_row(m, tile.masked, row, seen, tile.cols, b, h, q, first);
         }
     }
     static void learn(const void* context, const score_tile<T>& tile) {
