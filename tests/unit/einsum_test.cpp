@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -219,4 +220,36 @@ TEST_CASE("einsum over views, expressions, temporaries and dynamic extents", "[e
     REQUIRE_THROWS_WITH(einsum<"B T HS, B T HS -> B HS">(a, b),
                         Catch::Contains("shaped::einsum: " SHAPED_RULE_EINSUM_EXTENT) && Catch::Contains("T(3)") &&
                             Catch::Contains("T(2)"));
+}
+
+namespace {
+// The check each misfit picks (the compile-fail cases show each one's diagnostic).
+template <fixed_string P, class... Es>
+using misfit = detail::einsum_misfit_t<P, Es...>;
+template <class Check, template <class...> class Rule>
+inline constexpr bool is_rule = false;
+template <class... Shown, template <class...> class Rule>
+inline constexpr bool is_rule<Rule<Shown...>, Rule> = true;
+using X = Tensor<float, B, T, C>;
+using W = Tensor<float, C, N>;
+}  // namespace
+
+TEST_CASE("einsum's checks: the pattern, the operands, extents and the output's names", "[einsum]") {
+    STATIC_REQUIRE(std::is_void_v<misfit<"B T C, C N -> B T N", X, W>>);
+    STATIC_REQUIRE(std::is_void_v<misfit<"  B  T C,C N->B T N ", X, W>>);
+    STATIC_REQUIRE(is_rule<misfit<"B T C, C N", X, W>, diag::einsum_pattern>);          // no ->
+    STATIC_REQUIRE(is_rule<misfit<"B T C -> B -> T", X>, diag::einsum_pattern>);        // two
+    STATIC_REQUIRE(is_rule<misfit<"B T C, C N, N -> B", X, W>, diag::einsum_pattern>);  // three inputs
+    STATIC_REQUIRE(is_rule<misfit<"B T.C -> B", X>, diag::einsum_pattern>);             // not a name
+    STATIC_REQUIRE(is_rule<misfit<"B T C -> B, T", X>, diag::einsum_pattern>);          // a comma after ->
+    STATIC_REQUIRE(std::is_same_v<misfit<"B T C - B", X>, diag::einsum_pattern<diag::pattern<'B', ' ', 'T', ' ', 'C', ' ', '-', ' ', 'B'>, diag::column<6>>>);
+    STATIC_REQUIRE(is_rule<misfit<"B T C -> B", X, W>, diag::einsum_operands>);
+    STATIC_REQUIRE(is_rule<misfit<"B T C, C N -> B", X>, diag::einsum_operands>);
+    STATIC_REQUIRE(is_rule<misfit<"B C T, C N -> B", X, W>, diag::einsum_operand_dims>);
+    STATIC_REQUIRE(is_rule<misfit<"B T, C N -> B", X, W>, diag::einsum_operand_dims>);
+    STATIC_REQUIRE(is_rule<misfit<"B T C, C N -> B B", X, W>, diag::einsum_repeated>);
+    STATIC_REQUIRE(is_rule<misfit<"B T C, C N -> Q", X, W>, diag::einsum_unknown_output>);
+    STATIC_REQUIRE(is_rule<misfit<"B T C, C N -> B", X, Tensor<float, dim<"C", 8>, N>>, diag::einsum_extent>);
+    // A dynamic extent meets any: it is checked when known.
+    STATIC_REQUIRE(std::is_void_v<misfit<"B T C, C N -> B", X, Tensor<float, dim<"C">, N>>>);
 }

@@ -82,7 +82,7 @@ struct names {};
 
 // The pattern, then the column where it stops reading.
 #define SHAPED_RULE_EINSUM_PATTERN \
-    "the pattern must read \"A B, B C -> A C\": one or two inputs, then -> and the output, each names of letters, digits or _ apart by spaces"
+    "the pattern must read as A B, B C -> A C (one or two inputs, ->, the output; names of letters, digits or _ apart by spaces)"
 template <class... Shown>
 struct einsum_pattern : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_PATTERN);
