@@ -532,3 +532,20 @@ TEST_CASE("derivation: reshape by names, of a traced value and of an expression"
         },
         x);
 }
+
+TEST_CASE("derivation: einsum, through the permutes, sums, products and matmuls it lowers to", "[train][derivation]") {
+    using S = dim<"S", 3>;
+    const auto x = random_input(19);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);                                                    // (B, T, C)
+            const auto scores = einsum<"B T C, B S C -> B T S">(h, rename<T, S>(m.v));             // a batched matmul
+            const auto outer = einsum<"C, B T -> B C T">(m.w, sum<C>(h));                          // an outer product
+            const auto both = einsum<"B T C, B T C -> C">(h, m.v);                                 // two names contracted
+            const auto along = einsum<"B T C, C -> T B">(square(h), m.w);                         // a matrix and a vector
+            const auto summed = einsum<"B T C, C -> C">(h, m.w);                                   // B, T summed first
+            return eval(total(square(scores) * 0.1) + total(outer * 0.2) + total(both * m.w) + total(square(along) * 0.05) +
+                        total(summed * summed) + total(einsum<"B T C -> C B">(h) * 0.3));
+        },
+        x);
+}
