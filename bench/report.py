@@ -132,7 +132,7 @@ def build_rows(times, counters, torch_cases, clock):
 
 def order(row):
     kinds = ["head", "prefill", "attention_core", "attention_backward", "decode", "recompute", "generate", "llama",
-             "train", "sgemm", "stream"]
+             "train", "einsum", "sgemm", "stream"]
     kind = row["case"].split("/")[0]
     rank = kinds.index(kind) if kind in kinds else len(kinds)
     numbers = [int(n) for n in re.findall(r"\d+", row["case"])]
