@@ -156,6 +156,12 @@ TEST_CASE("einsum contracts several names: a View where they lie together, else 
     REQUIRE(together.rhs().data() == w.data());
     check_against_reference(together, {"B", "T", "C"}, {reference_of(y), reference_of(w)});
 
+    // An expression is evaluated once, as any matmul operand that is not stored; a View, whose
+    // strides are known only at run time, is copied once.
+    check_against_reference(einsum<"B T NH HS, NH HS C -> B T C">(y * 2.0, w), {"B", "T", "C"}, {reference_of(y * 2.0), reference_of(w)});
+    const auto rows = slice<T>(y, 1, 3);
+    check_against_reference(einsum<"B T NH HS, NH HS C -> B T C">(rows, w), {"B", "T", "C"}, {reference_of(rows), reference_of(w)});
+
     const auto apart = random<HSs, B, NHs, T>(13);
     check_against_reference(einsum<"HS B NH T, NH HS C -> T C B">(apart, w), {"T", "C", "B"},
                             {reference_of(apart), reference_of(w)});

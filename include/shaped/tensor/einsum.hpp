@@ -34,6 +34,7 @@
 
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -373,7 +374,8 @@ auto einsum_finish(E&& x) {
         return einsum_finish<P>(squeeze<einsum_unit_n>(std::forward<E>(x)));
     } else {
         constexpr auto perm = einsum_names_of<List>.template positions_of<List::rank>(einsum_output_names<P>);
-        return einsum_permuted<perm>(std::forward<E>(x), [](auto&& r) { return std::remove_cvref_t<decltype(r)>(std::forward<decltype(r)>(r)); });
+        // x is a node or a View made here, an rvalue: it is moved into the result.
+        return einsum_permuted<perm>(std::forward<E>(x), [](auto&& r) { return std::remove_cvref_t<decltype(r)>(std::move(r)); });
     }
 }
 
@@ -451,8 +453,11 @@ consteval auto einsum_merged_dim() {
     else return std::type_identity<dim<"~K">>{};
 }
 
-// x's contracted dims as the one dim K: a View where x is a Tensor lvalue holding them together in
-// Contracted's order, else x copied once with them together at its end.
+// x's contracted dims as the one dim K, by reshape: where x holds them together in Contracted's
+// order, x itself reshaped (a View of a Tensor lvalue; an expression is evaluated once, as any
+// matmul operand that is not stored is; a traced value is viewed where it is recorded); else, or
+// where x is a View (whose strides are known only at run time), x copied once with them together
+// at its end.
 template <class K, const einsum_names& Contracted, class E, class Next>
 auto einsum_merge(E&& x, Next&& next) {
     using List = dims_of<E>;
@@ -464,7 +469,7 @@ auto einsum_merge(E&& x, Next&& next) {
             if (at[k] != at[k - 1] + 1) return false;
         return true;
     }();
-    if constexpr (together && reshape_as_view<E> && std::remove_cvref_t<E>::owns_storage) {
+    if constexpr (together && !(Strided<E> && !std::remove_cvref_t<E>::owns_storage)) {
         return next(reshape<From, dims<K>>(std::forward<E>(x)));
     } else {
         static constexpr auto perm = [] {
@@ -522,7 +527,7 @@ template <fixed_string P, class A, class B>
 failed einsum(A&&, B&&);
 
 // One operand: the names the output lacks summed, the rest in the output's order (a permute of
-// the operand, read in place; the operand itself, unpermuted, where the output repeats it).
+// the operand, read in place, even where the output keeps its order).
 template <fixed_string P, Expression E>
     requires std::is_void_v<detail::einsum_misfit_t<P, E>>
 auto einsum(E&& x) {
