@@ -19,9 +19,10 @@
 //     (rhs-free but its last, batch, K, N), M and N the last free name of each side or a dim of
 //     extent 1 squeezed after; then the product permuted to the output's order. A permute of a
 //     Tensor or View is read in place, as a BLAS transpose flag or strides: no copy.
-//   - several names contracted are merged into one K first: a View of a Tensor lvalue whose
-//     contracted dims lie together in the same order as lhs's; any other operand is copied once
-//     with them together (as torch.einsum's reshape does), a recorded value where differentiated.
+//   - several names contracted are merged into one K first, by reshape: in place where an operand
+//     holds them together in lhs's order (a View of a Tensor, an expression evaluated once, a
+//     traced value viewed where it is recorded); else, and for a View (its strides known only at
+//     run time), the operand copied once with them together, as torch.einsum's reshape copies.
 // Not taken (each a compile error that says so): a name twice in one term (traces, diagonals),
 // three operands or more, broadcasting a dim of extent 1 against another extent.
 
