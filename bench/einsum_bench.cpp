@@ -1,6 +1,10 @@
-// einsum's attention contraction, (B, NH, T, HS) x (B, NH, S, HS) -> (B, NH, T, S), against the
-// matmul it lowers to, matmul(q, k.mT()), in the same run: the row's baseline is that matmul,
+// einsum against the matmul it lowers to, in the same run: each row's baseline is that matmul,
 // so shaped/base is einsum's cost over it (the aim: within 1.05x).
+//   einsum/B2_NH12_T256_S256_HS64   attention's scores, (B, NH, T, HS) x (B, NH, S, HS) -> (B, NH, T, S),
+//                                   against matmul(q, k.mT())
+//   einsum/B2_T256_NH12_HS64_C768   the heads' outputs through a projection, two names contracted,
+//                                   (B, T, NH, HS) x (NH, HS, C) -> (B, T, C), against matmul of
+//                                   the same elements seen as (B, T, NH x HS) x (NH x HS, C)
 #include "bench_support.hpp"
 
 #include <shaped/shaped.hpp>
@@ -49,7 +53,47 @@ void einsum_shaped(benchmark::State& state) {
     bench::count_flops(state, scores_flops);
 }
 
+using C = shaped::dim<"C", 768>;
+using M = shaped::dim<"M", 768>;  // NH x HS
+constexpr double projection_flops = 2.0 * 2 * 256 * 768 * 768;
+
+struct projection_operands {
+    shaped::Tensor<float, B, T, NH, HS> y;
+    shaped::Tensor<float, NH, HS, C> w;
+};
+projection_operands make_projection_operands() {
+    shaped::Generator gen(6);
+    return {shaped::randn<float, B, T, NH, HS>(gen), shaped::randn<float, NH, HS, C>(gen)};
+}
+
+void projection_matmul(benchmark::State& state) {
+    const auto [y, w] = make_projection_operands();
+    shaped::Tensor<float, B, T, C> out;
+    for (auto _ : state) {
+        out = shaped::matmul(shaped::merge<NH, HS, M>(y), shaped::merge<NH, HS, M>(w));
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    bench::count_flops(state, projection_flops);
+}
+
+void projection_shaped(benchmark::State& state) {
+    const auto [y, w] = make_projection_operands();
+    shaped::Tensor<float, B, T, C> out;
+    const shaped::Tensor<float, B, T, C> want = shaped::matmul(shaped::merge<NH, HS, M>(y), shaped::merge<NH, HS, M>(w));
+    out = shaped::einsum<"B T NH HS, NH HS C -> B T C">(y, w);
+    if (!bench::same_numbers(state, out.data(), want.data(), want.size())) return;
+    for (auto _ : state) {
+        out = shaped::einsum<"B T NH HS, NH HS C -> B T C">(y, w);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    bench::count_flops(state, projection_flops);
+}
+
 }  // namespace
 
 BENCHMARK(einsum_matmul)->Name("einsum/B2_NH12_T256_S256_HS64/baseline")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(einsum_shaped)->Name("einsum/B2_NH12_T256_S256_HS64/shaped")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(projection_matmul)->Name("einsum/B2_T256_NH12_HS64_C768/baseline")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(projection_shaped)->Name("einsum/B2_T256_NH12_HS64_C768/shaped")->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
