@@ -156,6 +156,13 @@ TEST_CASE("einsum contracts several names: a View where they lie together, else 
     REQUIRE(together.rhs().data() == w.data());
     check_against_reference(together, {"B", "T", "C"}, {reference_of(y), reference_of(w)});
 
+    // A permute of a Tensor whose contracted dims still lie side by side: Views as well, merged in
+    // the order they lie in, whatever order the pattern names them in.
+    const auto y_moved = permute<B, T, HSs, NHs>(y);
+    auto moved = einsum<"B T HS NH, NH HS C -> B T C">(y_moved, w);
+    REQUIRE(moved.lhs().data() == y.data());
+    REQUIRE(moved.rhs().data() == w.data());
+    check_against_reference(moved, {"B", "T", "C"}, {reference_of(y_moved), reference_of(w)});
     // An expression is evaluated once, as any matmul operand that is not stored; a View, whose
     // strides are known only at run time, is copied once.
     check_against_reference(einsum<"B T NH HS, NH HS C -> B T C">(y * 2.0, w), {"B", "T", "C"}, {reference_of(y * 2.0), reference_of(w)});
@@ -222,7 +229,11 @@ TEST_CASE("einsum over views, expressions, temporaries and dynamic extents", "[e
     Tensor<double, B, Td, HSd> b(Td{2}, HSd{6});
     a.fill(1.0);
     b.fill(2.0);
-    check_against_reference(einsum<"B T HS, B T HS -> B HS">(a, a), {"B", "HS"}, {reference_of(a), reference_of(a)});
+    // No free name on either side: a batched dot product, elementwise then summed, not a matmul
+    // of 1 x 1 products.
+    auto dots = einsum<"B T HS, B T HS -> B HS">(a, a);
+    STATIC_REQUIRE(std::is_same_v<decltype(dots), decltype(sum<Td>(a * a))>);
+    check_against_reference(dots, {"B", "HS"}, {reference_of(a), reference_of(a)});
     REQUIRE_THROWS_WITH(einsum<"B T HS, B T HS -> B HS">(a, b),
                         Catch::Contains("shaped::einsum: " SHAPED_RULE_EINSUM_EXTENT) && Catch::Contains("T(3)") &&
                             Catch::Contains("T(2)"));

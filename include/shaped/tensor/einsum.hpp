@@ -13,16 +13,18 @@
 // rest is lowered to the library's own differentiable ops, so that the result is a lazy node the
 // kernels recognise as what it is (a scaled matmul stays one) and its derivative comes from
 // theirs:
-//   - no name contracted: the operands permuted to (batch, free) with dims of extent 1 for the
-//     other side's free names, then multiplied elementwise (broadcast);
+//   - no name contracted, or no free name on either side: lhs as it is and rhs permuted to its
+//     order, each with dims of extent 1 for the other side's free names, multiplied elementwise
+//     (broadcast), then the contracted names summed and the result permuted to the output's;
 //   - else one matmul: lhs (lhs-free but its last, [rhs-free as extent 1], batch, M, K) and rhs
 //     (rhs-free but its last, batch, K, N), M and N the last free name of each side or a dim of
 //     extent 1 squeezed after; then the product permuted to the output's order. A permute of a
 //     Tensor or View is read in place, as a BLAS transpose flag or strides: no copy.
-//   - several names contracted are merged into one K first, by reshape: in place where an operand
-//     holds them together in lhs's order (a View of a Tensor, an expression evaluated once, a
-//     traced value viewed where it is recorded); else, and for a View (its strides known only at
-//     run time), the operand copied once with them together, as torch.einsum's reshape copies.
+//   - several names contracted are merged into one K first, by reshape: a View, no copy, of an
+//     operand that reads a Tensor (itself, or a permute or rename of it) in which they lie side
+//     by side; in place where an expression or a traced value holds them together in lhs's
+//     order (evaluated once, viewed where recorded); else, and for a View (its strides known
+//     only at run time), the operand copied once with them together, as torch.einsum copies.
 // Not taken (each a compile error that says so): a name twice in one term (traces, diagonals),
 // three operands or more, broadcasting a dim of extent 1 against another extent.
 
@@ -337,18 +339,26 @@ auto einsum_permuted(E&& x, Next&& next) {
     else return next(permute_node<operand_t<E&&>, Perm>(std::forward<E>(x)));
 }
 
-// x with dims of extent 1 inserted at Pos, Pos + 1, ...: one named as Source's dim at each of
-// Indices.
-template <std::size_t Pos, class Source, auto Indices, std::size_t J = 0, class E, class Next>
+// x with dims of extent 1 inserted: the J-th at Positions[J] of the result (increasing), named
+// as Source's dim at Indices[J].
+template <auto Positions, class Source, auto Indices, std::size_t J = 0, class E, class Next>
 auto einsum_units(E&& x, Next&& next) {
+    static_assert(Positions.size() == Indices.size());
     if constexpr (J == Indices.size()) {
         return next(std::forward<E>(x));
     } else {
         using D = dim_at<Indices[J], Source>;
-        return einsum_units<Pos, Source, Indices, J + 1>(unsqueeze<static_cast<int>(Pos + J), dim<D::name, 1>>(std::forward<E>(x)),
-                                                         next);
+        return einsum_units<Positions, Source, Indices, J + 1>(
+            unsqueeze<static_cast<int>(Positions[J]), dim<D::name, 1>>(std::forward<E>(x)), next);
     }
 }
+// The positions Pos, Pos + 1, ..., N of them.
+template <std::size_t Pos, std::size_t N>
+inline constexpr auto einsum_run = [] {
+    std::array<std::size_t, N> p{};
+    for (std::size_t i = 0; i < N; ++i) p[i] = Pos + i;
+    return p;
+}();
 
 // x with its dims summed that neither Other nor the output names.
 template <fixed_string P, class Other, class E, class Next>
@@ -380,7 +390,15 @@ auto einsum_finish(E&& x) {
     }
 }
 
-// Two operands with at most one name contracted (and none summed): their product.
+// Whether two operands' product is elementwise: nothing contracted (an outer or elementwise
+// product), or no free name on either side (a batched dot product, which as a matmul would be
+// one 1 x 1 product per batch element), the contracted names then summed.
+constexpr bool einsum_elementwise(const einsum_plan& plan) {
+    return plan.contracted.count == 0 || (plan.lhs_free.count == 0 && plan.rhs_free.count == 0);
+}
+
+// Two operands with no name left to sum alone, and one name contracted or an elementwise
+// product: their product.
 template <fixed_string P, class A, class B>
 auto einsum_product(A&& a, B&& b) {
     using LA = dims_of<A>;
@@ -388,18 +406,32 @@ auto einsum_product(A&& a, B&& b) {
     static constexpr auto an = einsum_names_of<LA>;
     static constexpr auto bn = einsum_names_of<LB>;
     static constexpr auto plan = einsum_plan_for<P, LA, LB>;
-    if constexpr (plan.contracted.count == 0) {
-        // lhs (batch, lhs-free, [rhs-free of extent 1]) * rhs (batch, [lhs-free of extent 1], rhs-free).
-        static constexpr auto lhs_perm = an.template positions_of<LA::rank>(einsum_join({plan.batch, plan.lhs_free}));
-        static constexpr auto rhs_perm = bn.template positions_of<LB::rank>(einsum_join({plan.batch, plan.rhs_free}));
+    if constexpr (einsum_elementwise(plan)) {
+        // lhs as it is, then dims of extent 1 for the rhs-free names; rhs in lhs's order, with
+        // dims of extent 1 where lhs has its free names, then the rhs-free names. Their product
+        // (broadcast), the contracted names summed.
+        static constexpr auto rhs_order = [] {
+            einsum_names r;
+            for (std::size_t i = 0; i < an.count; ++i)
+                if (bn.has(an.name[i])) r.add(an.name[i]);
+            return einsum_join({r, plan.rhs_free});
+        }();
+        static constexpr auto rhs_perm = bn.template positions_of<LB::rank>(rhs_order);
         static constexpr auto rhs_free = bn.template positions_of<plan.rhs_free.count>(plan.rhs_free);
         static constexpr auto lhs_free = an.template positions_of<plan.lhs_free.count>(plan.lhs_free);
-        return einsum_permuted<lhs_perm>(std::forward<A>(a), [&](auto&& a1) {
-            return einsum_units<LA::rank, LB, rhs_free>(std::forward<decltype(a1)>(a1), [&](auto&& a2) {
-                return einsum_permuted<rhs_perm>(std::forward<B>(b), [&](auto&& b1) {
-                    return einsum_units<plan.batch.count, LA, lhs_free>(std::forward<decltype(b1)>(b1), [&](auto&& b2) {
-                        return einsum_finish<P>(std::forward<decltype(a2)>(a2) * std::forward<decltype(b2)>(b2));
-                    });
+        // Where lhs's free names stand, increasing: the rhs's units go there.
+        static constexpr auto lhs_free_sorted = [] {
+            auto p = lhs_free;
+            for (std::size_t i = 0; i < p.size(); ++i)
+                for (std::size_t j = i + 1; j < p.size(); ++j)
+                    if (p[j] < p[i]) std::swap(p[i], p[j]);
+            return p;
+        }();
+        return einsum_units<einsum_run<LA::rank, plan.rhs_free.count>, LB, rhs_free>(std::forward<A>(a), [&](auto&& a1) {
+            return einsum_permuted<rhs_perm>(std::forward<B>(b), [&](auto&& b1) {
+                return einsum_units<lhs_free_sorted, LA, lhs_free_sorted>(std::forward<decltype(b1)>(b1), [&](auto&& b2) {
+                    return einsum_summed<P, dims<>>(std::forward<decltype(a1)>(a1) * std::forward<decltype(b2)>(b2),
+                                                    [](auto&& r) { return einsum_finish<P>(std::forward<decltype(r)>(r)); });
                 });
             });
         });
@@ -418,12 +450,12 @@ auto einsum_product(A&& a, B&& b) {
         static constexpr std::array<std::size_t, plan.lhs_free.count ? 0 : 1> m_unit{};
         static constexpr std::array<std::size_t, plan.rhs_free.count ? 0 : 1> n_unit{};
         return einsum_permuted<lhs_perm>(std::forward<A>(a), [&](auto&& a1) {
-            return einsum_units<lx, LB, rhs_extra_at>(std::forward<decltype(a1)>(a1), [&](auto&& a2) {
+            return einsum_units<einsum_run<lx, rx>, LB, rhs_extra_at>(std::forward<decltype(a1)>(a1), [&](auto&& a2) {
                 constexpr std::size_t k_at = rank_of<decltype(a2)> - 1;
-                return einsum_units<k_at, dims<einsum_unit_m>, m_unit>(std::forward<decltype(a2)>(a2), [&](auto&& a3) {
+                return einsum_units<einsum_run<k_at, m_unit.size()>, dims<einsum_unit_m>, m_unit>(std::forward<decltype(a2)>(a2), [&](auto&& a3) {
                     return einsum_permuted<rhs_perm>(std::forward<B>(b), [&](auto&& b1) {
                         constexpr std::size_t end = rank_of<decltype(b1)>;
-                        return einsum_units<end, dims<einsum_unit_n>, n_unit>(std::forward<decltype(b1)>(b1), [&](auto&& b2) {
+                        return einsum_units<einsum_run<end, n_unit.size()>, dims<einsum_unit_n>, n_unit>(std::forward<decltype(b1)>(b1), [&](auto&& b2) {
                             return einsum_finish<P>(matmul(std::forward<decltype(a3)>(a3), std::forward<decltype(b2)>(b2)));
                         });
                     });
@@ -454,52 +486,107 @@ consteval auto einsum_merged_dim() {
     else return std::type_identity<dim<"~K">>{};
 }
 
-// x's contracted dims as the one dim K, by reshape: where x holds them together in Contracted's
-// order, x itself reshaped (a View of a Tensor lvalue; an expression is evaluated once, as any
-// matmul operand that is not stored is; a traced value is viewed where it is recorded); else, or
-// where x is a View (whose strides are known only at run time), x copied once with them together
-// at its end.
+// Where each dim of x lies in the row-major Tensor x reads, when that is known at compile time:
+// x is a Tensor lvalue, or a permute or rename of one it holds by reference.
+template <class E, class Node = std::remove_cvref_t<E>>
+struct einsum_layout {
+    static constexpr bool known = std::is_lvalue_reference_v<E> && Strided<Node> && Node::owns_storage;
+    static constexpr auto axes = iota_array<rank_of<Node>>();
+};
+template <class E, class Inner, std::array<std::size_t, rank_of<Inner>> Perm>
+struct einsum_layout<E, permute_node<Inner, Perm>> {
+    static constexpr bool known = einsum_layout<Inner>::known;
+    static constexpr auto axes = [] {
+        std::array<std::size_t, Perm.size()> a{};
+        for (std::size_t i = 0; i < a.size(); ++i) a[i] = einsum_layout<Inner>::axes[Perm[i]];
+        return a;
+    }();
+};
+template <class E, class Inner, class NewDims>
+struct einsum_layout<E, rename_node<Inner, NewDims>> : einsum_layout<Inner> {};
+
+// Whether positions follow each other, increasing.
+template <std::size_t N>
+constexpr bool einsum_consecutive(const std::array<std::size_t, N>& positions) {
+    for (std::size_t k = 1; k < N; ++k)
+        if (positions[k] != positions[k - 1] + 1) return false;
+    return true;
+}
+
+// x's contracted dims as the one dim K, by reshape:
+//   - a View of x's elements, no copy, where x reads a Tensor (einsum_layout) in which they lie
+//     side by side, in Contracted's order;
+//   - x itself reshaped where x holds them side by side in Contracted's order and is not a View
+//     (whose strides are known only at run time, where reshape would throw rather than copy): an
+//     expression is evaluated once, as a matmul evaluates any operand it cannot read in place; a
+//     traced value is viewed where it is recorded;
+//   - else x copied once, with them together at its end.
 template <class K, const einsum_names& Contracted, class E, class Next>
 auto einsum_merge(E&& x, Next&& next) {
     using List = dims_of<E>;
     static constexpr auto own = einsum_names_of<List>;
     static constexpr auto at = own.template positions_of<Contracted.count>(Contracted);
     using From = pick<List, at>;
-    constexpr bool together = [] {
-        for (std::size_t k = 1; k < at.size(); ++k)
-            if (at[k] != at[k - 1] + 1) return false;
-        return true;
+    using layout = einsum_layout<E&&>;
+    static constexpr bool in_memory = [] {
+        if constexpr (!layout::known) {
+            return false;
+        } else {
+            std::array<std::size_t, at.size()> stored{};
+            for (std::size_t k = 0; k < at.size(); ++k) stored[k] = layout::axes[at[k]];
+            return einsum_consecutive(stored);
+        }
     }();
-    if constexpr (together && !(Strided<E> && !std::remove_cvref_t<E>::owns_storage)) {
+    // x's dims as they are where the contracted ones follow each other in Contracted's order,
+    // else with those last, in that order.
+    static constexpr auto perm = [] {
+        std::array<std::size_t, List::rank> p{};
+        if (einsum_consecutive(at)) return iota_array<List::rank>();
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < List::rank; ++i)
+            if (!Contracted.has(own.name[i])) p[n++] = i;
+        for (std::size_t k = 0; k < at.size(); ++k) p[n++] = at[k];
+        return p;
+    }();
+    if constexpr (in_memory)
+        return next(reshape<From, dims<K>>(view_of(permute_node<operand_t<E&&>, perm>(std::forward<E>(x)))));
+    else if constexpr (einsum_consecutive(at) && !(Strided<E> && !std::remove_cvref_t<E>::owns_storage))
         return next(reshape<From, dims<K>>(std::forward<E>(x)));
-    } else {
-        static constexpr auto perm = [] {
-            std::array<std::size_t, List::rank> p{};
-            std::size_t n = 0;
-            for (std::size_t i = 0; i < List::rank; ++i)
-                if (!Contracted.has(own.name[i])) p[n++] = i;
-            for (std::size_t k = 0; k < at.size(); ++k) p[n++] = at[k];
-            return p;
-        }();
+    else
         return next(reshape<From, dims<K>>(permute_node<operand_t<E&&>, perm>(std::forward<E>(x))));
-    }
 }
 
-template <fixed_string P, class LA, class LB>
-inline constexpr einsum_names einsum_contracted = einsum_plan_for<P, LA, LB>.contracted;
+// The contracted names of operands A and B (as forwarded), in the order they lie in the memory
+// of lhs where einsum_layout knows it, else of rhs, else in lhs's order: the order in which the
+// most operands can be merged as Views.
+template <fixed_string P, class A, class B>
+inline constexpr einsum_names einsum_contracted = [] {
+    using LA = dims_of<A>;
+    using LB = dims_of<B>;
+    auto c = einsum_plan_for<P, LA, LB>.contracted;
+    const auto stored_at = [](std::string_view name) {
+        if (einsum_layout<A>::known) return einsum_layout<A>::axes[einsum_names_of<LA>.find(name)];
+        if (einsum_layout<B>::known) return einsum_layout<B>::axes[einsum_names_of<LB>.find(name)];
+        return einsum_names_of<LA>.find(name);
+    };
+    for (std::size_t i = 0; i < c.count; ++i)
+        for (std::size_t j = i + 1; j < c.count; ++j)
+            if (stored_at(c.name[j]) < stored_at(c.name[i])) std::swap(c.name[i], c.name[j]);
+    return c;
+}();
 
-// Two operands, nothing left to sum: several contracted names merged into one, then the product.
+// Two operands, nothing left to sum alone: several contracted names merged into one (but for an
+// elementwise product), then the product.
 template <fixed_string P, class A, class B>
 auto einsum_contract(A&& a, B&& b) {
     using LA = dims_of<A>;
     using LB = dims_of<B>;
-    static constexpr const einsum_names& contracted = einsum_contracted<P, LA, LB>;
-    if constexpr (contracted.count < 2) {
+    if constexpr (einsum_plan_for<P, LA, LB>.contracted.count < 2 || einsum_elementwise(einsum_plan_for<P, LA, LB>)) {
         return einsum_product<P>(std::forward<A>(a), std::forward<B>(b));
     } else {
-        using K = typename decltype(einsum_merged_dim<LA, LB, einsum_contracted<P, LA, LB>>())::type;
-        return einsum_merge<K, einsum_contracted<P, LA, LB>>(std::forward<A>(a), [&](auto&& a1) {
-            return einsum_merge<K, einsum_contracted<P, LA, LB>>(std::forward<B>(b), [&](auto&& b1) {
+        using K = typename decltype(einsum_merged_dim<LA, LB, einsum_contracted<P, A&&, B&&>>())::type;
+        return einsum_merge<K, einsum_contracted<P, A&&, B&&>>(std::forward<A>(a), [&](auto&& a1) {
+            return einsum_merge<K, einsum_contracted<P, A&&, B&&>>(std::forward<B>(b), [&](auto&& b1) {
                 return einsum_product<P>(std::forward<decltype(a1)>(a1), std::forward<decltype(b1)>(b1));
             });
         });
