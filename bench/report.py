@@ -134,7 +134,7 @@ def build_rows(times, counters, torch_cases, clock):
 
 def order(row):
     kinds = ["head", "prefill", "attention_core", "attention_backward", "attention_variant", "decode", "recompute",
-             "generate", "llama", "train", "sgemm", "stream"]
+             "generate", "llama", "train", "einsum", "sgemm", "stream"]
     kind = row["case"].split("/")[0]
     rank = kinds.index(kind) if kind in kinds else len(kinds)
     numbers = [int(n) for n in re.findall(r"\d+", row["case"])]

@@ -135,6 +135,8 @@ TRAIN_LLAMA_CONFIG = dict(vocab_size=67, dim=24, hidden_dim=40, n_layers=2, n_he
 TRAIN_LLAMA_B = 2
 # The derived gradients' parity (train::value_and_grad): the sizes of its parameters and inputs.
 DERIVATION_SEED = 1212
+# einsum/: torch.einsum's results over float64 operands drawn from this seed.
+EINSUM_SEED = 1313
 DERIVATION_B, DERIVATION_T, DERIVATION_C, DERIVATION_H = 2, 3, 4, 5
 DERIVATION_T_DYNAMIC = 6  # the dynamic case's T, which shaped takes from the file
 
@@ -1185,6 +1187,37 @@ def compute_attention_variants():
                                            "largest |gradient| of the table": gradients["relative"].abs().max().item()}
 
 
+# Each case: torch's pattern, by letter, and its operands' names (shapes in EINSUM_OPERANDS);
+# einsum_parity_test.cpp writes each in shaped's names, one name a letter.
+EINSUM_OPERANDS = {"q": (2, 3, 4, 6), "k": (2, 3, 5, 6), "x": (2, 4, 7), "w": (7, 3), "a": (3, 5), "b": (5, 4),
+                   "y": (2, 4, 2, 3), "wh": (2, 3, 7), "apart": (3, 2, 2, 4), "u": (3,), "v": (4,), "bi": (2, 3),
+                   "jb": (4, 2)}
+EINSUM_CASES = {
+    "scores": ("bhtd,bhsd->bhts", "q", "k"),       # a batched contraction: q @ k^T
+    "linear": ("btc,cn->btn", "x", "w"),           # a contraction broadcast over batch dims
+    "transposed": ("ik,kj->ji", "a", "b"),         # a transposed result
+    "heads_merged": ("bthd,hdc->btc", "y", "wh"),  # two names contracted, side by side
+    "heads_apart": ("dbht,hdc->tcb", "apart", "wh"),  # two names contracted, apart
+    "outer": ("i,j->ij", "u", "v"),                # an outer product
+    "batch_outer": ("bi,jb->jbi", "bi", "jb"),     # a batched outer product
+    "summed_first": ("btc,cn->n", "x", "w"),       # names of one operand summed
+    "column_sums": ("btc->c", "x"),                # reductions
+    "total": ("btc->", "x"),
+    "permuted": ("btc->cbt", "x"),                 # a transpose
+    "dot": ("i,i->", "u", "u"),
+}
+
+
+def compute_einsum():
+    """einsum/: the operands (<name>.npy) and torch.einsum's result of each case (<case>.npy)."""
+    torch.manual_seed(EINSUM_SEED)
+    operands = {name: torch.randn(*shape, dtype=torch.float64) for name, shape in EINSUM_OPERANDS.items()}
+    files = {f"{name}.npy": tensor.numpy() for name, tensor in operands.items()}
+    for case, (pattern, *names) in EINSUM_CASES.items():
+        files[f"{case}.npy"] = torch.einsum(pattern, *(operands[name] for name in names)).numpy()
+    return {"einsum": files}
+
+
 def write_folder(folder, files):
     """Writes one fixture folder: .npy files from numpy arrays, .safetensors files from
     (tensors, metadata)."""
@@ -1333,6 +1366,9 @@ def main():
             write_folder(folder, files)
         for key, value in summary.items():
             print(f"  attention_variants {key}: {value}")
+    if wanted("einsum"):
+        for folder, files in compute_einsum().items():
+            write_folder(folder, files)
     if args.only is not None:
         return
     torch.set_printoptions(precision=4)

@@ -532,3 +532,25 @@ TEST_CASE("derivation: reshape by names, of a traced value and of an expression"
         },
         x);
 }
+
+TEST_CASE("derivation: einsum, through the permutes, sums, products and matmuls it lowers to", "[train][derivation]") {
+    using S = dim<"S", 3>;  // scores' keys: T's extent
+    const auto x = random_input(19);
+    check_gradients(
+        [](const auto& m, const auto& x) {
+            const auto h = eval(x * m.w + m.v);                                                    // (B, T, C)
+            const auto scores = einsum<"B T C, B S C -> B T S">(h, rename<T, S>(m.v));             // a batched matmul
+            const auto outer = einsum<"C, B T -> B C T">(m.w, sum<C>(h));                          // an outer product
+            const auto both = einsum<"B T C, B T C -> C">(h, m.v);                                 // a batched dot product
+            const auto w2 = rename<B, dim<"R", 2>>(m.v);                                          // (R, T, C)
+            // (T, C) as one: views of h's record and of the parameter; then of a permuted
+            // parameter, whose (T, C) still lie together, and a copy of a permuted h, recorded.
+            const auto merged = einsum<"B T C, R T C -> B R">(h, w2);
+            const auto apart = einsum<"T B C, R C T -> R B">(permute<T, B, C>(h), permute<dim<"R", 2>, C, T>(w2));
+            const auto along = einsum<"B T C, C -> T B">(square(h), m.w);                         // a matrix and a vector
+            const auto summed = einsum<"B T C, C -> C">(h, m.w);                                   // B, T summed first
+            return eval(total(square(scores) * 0.1) + total(outer * 0.2) + total(both * m.w) + total(square(along) * 0.05) +
+                        total(summed * summed) + total(einsum<"B T C -> C B">(h) * 0.3) + total(square(merged) * 0.1) + total(apart * 0.2));
+        },
+        x);
+}

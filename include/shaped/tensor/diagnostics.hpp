@@ -67,4 +67,60 @@ struct index_count : failed {
     static_assert(sizeof...(Shown) == 0, "shaped::Tensor: " SHAPED_RULE_INDEX_COUNT);
 };
 
+// ---- einsum (tensor/einsum.hpp) ----------------------------------------------------------------
+// What the checks show: the pattern as its chars, a column of it, an operand by its place, the
+// names a term of the pattern spells.
+template <char... Chars>
+struct pattern {};
+template <std::size_t Column>
+struct column {};
+template <std::size_t Place>
+struct operand {};
+struct output {};
+template <class... Names>
+struct names {};
+
+// The pattern, then the column where it stops reading.
+#define SHAPED_RULE_EINSUM_PATTERN \
+    "the pattern must read as A B, B C -> A C (one or two inputs, ->, the output; names of letters, digits or _ apart by spaces)"
+template <class... Shown>
+struct einsum_pattern : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_PATTERN);
+};
+
+// The pattern, then how many operands were given.
+#define SHAPED_RULE_EINSUM_OPERANDS "the pattern has one input per operand"
+template <class... Shown>
+struct einsum_operands : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_OPERANDS);
+};
+
+// The operand (or the output), then the name it repeats.
+#define SHAPED_RULE_EINSUM_REPEATED "a term names a dim twice (a trace or a diagonal, which einsum does not take)"
+template <class... Shown>
+struct einsum_repeated : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_REPEATED);
+};
+
+// The operand, the names its input spells, then the operand's dims.
+#define SHAPED_RULE_EINSUM_OPERAND_DIMS "an input of the pattern must name its operand's dims, in order"
+template <class... Shown>
+struct einsum_operand_dims : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_OPERAND_DIMS);
+};
+
+// The dim as lhs has it, then as rhs has it.
+#define SHAPED_RULE_EINSUM_EXTENT "a name's extent differs between the operands"
+template <class... Shown>
+struct einsum_extent : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_EXTENT);
+};
+
+// The output's name, then the operands' dims.
+#define SHAPED_RULE_EINSUM_UNKNOWN_OUTPUT "an output name must name a dim of an input"
+template <class... Shown>
+struct einsum_unknown_output : failed {
+    static_assert(sizeof...(Shown) == 0, "shaped::einsum: " SHAPED_RULE_EINSUM_UNKNOWN_OUTPUT);
+};
+
 }  // namespace shaped::diag

@@ -32,6 +32,8 @@ int main() {
     auto b6 = shaped::exp(bad) + shaped::maximum(bad, 1.0f) + shaped::cast<double>(bad) + (-bad) + (!bad);
     auto b7 = shaped::view_of(bad);
     auto b8 = shaped::eval(bad);
+    auto b11 = shaped::einsum<"B T H, B T H -> T">(bad, q) + shaped::einsum<"B T H, B T H -> H">(q, bad) +
+               shaped::einsum<"B T H -> H">(bad);
     auto b9 = shaped::sum(bad) + shaped::mean(bad) + shaped::var(bad) + shaped::max(bad) + shaped::min(bad);
     shaped::nn::Linear<H, C> lin(gen);
     shaped::nn::LayerNorm<H> ln(gen);
@@ -44,5 +46,5 @@ int main() {
     cache.append(bad, q);
     shaped::Tensor<float, B, T, T> t = bad;
     t = bad;
-    std::cout << bad << c1 << a1 << a2 << a3 << a4 << a5 << a6 << a7 << a8 << a9 << b1 << b2 << b3 << b4 << b5 << b6 << b7 << b8 << b9 << b10;
+    std::cout << bad << c1 << a1 << a2 << a3 << a4 << a5 << a6 << a7 << a8 << a9 << b1 << b2 << b3 << b4 << b5 << b6 << b7 << b8 << b9 << b10 << b11;
 }
