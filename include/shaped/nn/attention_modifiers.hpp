@@ -109,8 +109,12 @@ struct learned_bias {
     Bucket bucket;  // (q - kv) -> a column of the table
     Then then{};
     const Table& table() const { return *parameters; }
+    // The table's element at a head and a bucket; a bucket past the table's columns (a key after
+    // the query, under a mask that replaces causality) reads the nearest column, never past it.
     std::array<std::size_t, 2> element(batch_index, head_index h, query_position q, key_position kv) const {
-        return {h.value, static_cast<std::size_t>(bucket(q - kv))};
+        const auto columns = static_cast<std::ptrdiff_t>(parameters->extents()[1]);
+        const auto column = std::clamp<std::ptrdiff_t>(static_cast<std::ptrdiff_t>(bucket(q - kv)), 0, columns - 1);
+        return {h.value, static_cast<std::size_t>(column)};
     }
     template <class S>
     S operator()(S s, batch_index b, head_index h, query_position q, key_position kv) const {
