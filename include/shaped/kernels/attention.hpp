@@ -309,7 +309,8 @@ modifier_frame<Mods> modifier_frame_of(const attention_node<Q, K, V, Mods>& node
 
 namespace detail {
 
-// The two calls of score_modifiers for modifiers M, each a loop the modifiers are inlined into.
+// The calls of score_modifiers for modifiers M (apply, derive, learn, kept), each a loop over a
+// tile or a block the modifiers are inlined into.
 template <class T, class M, class G>
 struct modifier_calls {
     using frame = modifier_frame<M, G>;
@@ -332,7 +333,7 @@ struct modifier_calls {
         if constexpr (M::masks_keys)
             if (masked)
                 for (std::size_t j = 0; j < seen; ++j)
-                if (!m.keeps(b, h, q, key_position{first.value + j})) row[j] = -std::numeric_limits<T>::infinity();
+                    if (!m.keeps(b, h, q, key_position{first.value + j})) row[j] = -std::numeric_limits<T>::infinity();
     }
     // A score modifier may give a whole row at once, for speed (nn::alibi and nn::soft_cap do,
     // in vectors): row(scores, n, b, h, q, first) as score() on each of keys first .. first + n - 1,
