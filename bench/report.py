@@ -46,6 +46,8 @@ GPT2_LAYERS = "train/gpt2_2layers_B1_T256_C768"
 ATTENTION_BACKWARD = "attention_backward/B1_NH12_T1024_HS64"
 # Score and mask modifiers in the fused kernel (attention_variants_bench.cpp), by variant.
 ATTENTION_VARIANT = "attention_variant/{}_B1_NH12_T1024_HS64"
+# einsum's attention contraction against the matmul it lowers to (einsum_bench.cpp).
+EINSUM_SCORES = "einsum/B2_NH12_T256_S256_HS64"
 NAMED = {
     "llama/stories260k_c_loops_N256": (STORIES, "baseline"),
     "llama/stories260k_shaped_N256": (STORIES, "shaped"),
@@ -348,6 +350,10 @@ def targets(rows, ceiling, bandwidth, memory):
         bool(plain and documents and documents <= 0.4 * plain),
         f"{documents * 1e3:.1f} ms, causal {plain * 1e3:.1f} ({documents / plain:.2f}x)" if plain and documents
         else "missing")
+
+    ratio = by_case.get(EINSUM_SCORES, {}).get("shaped_over_baseline")
+    add("einsum of a (B, NH, T, HS) x (B, NH, S, HS) contraction: within 1.05x of the equivalent matmul in the same run",
+        ratio is not None and ratio <= 1.05, f"{ratio:.3f}x matmul(q, k.mT())'s time" if ratio else "missing")
 
     ratios = [(r["case"], r["shaped_over_baseline"]) for r in rows if "shaped_over_baseline" in r]
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None
