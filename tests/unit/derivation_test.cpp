@@ -398,7 +398,10 @@ TEST_CASE("derivation: every attention layer: one head, many, grouped, rotary an
         const auto mixed = eval(m.heads(x) + m.windowed(x * 0.5));    // (B, T, C)
         return eval(total(square(one)) * 0.1 + total(mixed * x) + total(m.shared(mixed) * x));
     };
-    const std::size_t reached = check_model_gradients(model, 1e-6, loss, x);
+    // The loss sums three layers' outputs against x: central differences of it round to about
+    // 1e-6 (on an AVX2 host windowed.wv.weight[13] differed by 1.28e-6, the same before and after
+    // the kernels' changes), so the margin is 1e-5.
+    const std::size_t reached = check_model_gradients(model, 1e-5, loss, x);
     REQUIRE(reached > nn::parameter_count<AttentionLayers> / 2);
 }
 
