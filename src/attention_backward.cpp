@@ -141,10 +141,15 @@ std::size_t reach(const attention_problem<T>& p) {
     return p.sees.window ? std::min(*p.sees.window, p.tq()) : p.tq();
 }
 
-// Query i sees keys [first_key(i), i + 1).
+// Query i sees keys [first_key(i), end_key(i)): those up to itself, or, where a mask replaces
+// causality (it has no window then), every key.
 template <class T>
 std::size_t first_key(const attention_problem<T>& p, std::size_t i) {
     return i + 1 > reach(p) ? i + 1 - reach(p) : 0;
+}
+template <class T>
+std::size_t end_key(const attention_problem<T>& p, std::size_t i) {
+    return p.sees.causal ? i + 1 : p.tk();
 }
 
 // The keys query i sees within key tile j0, as offsets [from, to) into the tile; padded rows
@@ -155,7 +160,7 @@ struct visible_span {
 template <class T>
 visible_span span_of(const attention_problem<T>& p, std::size_t i, std::size_t j0) {
     if (i >= p.tq()) return {0, 0};
-    const std::size_t first = std::max(first_key(p, i), j0), end = std::min(i + 1, j0 + tile);
+    const std::size_t first = std::max(first_key(p, i), j0), end = std::min(end_key(p, i), j0 + tile);
     if (first >= end) return {0, 0};
     return {first - j0, end - j0};
 }
@@ -165,11 +170,13 @@ visible_span span_of(const attention_problem<T>& p, std::size_t i, std::size_t j
 template <class T>
 bool sees_all(const attention_problem<T>& p, std::size_t i0, std::size_t j0) {
     const std::size_t i_last = i0 + tile - 1, j_last = j0 + tile - 1;
+    if (!p.sees.causal) return i_last < p.tq() && j_last < p.tk();
     return i_last < p.tq() && j_last <= i0 && j0 + reach(p) > i_last;
 }
 template <class T>
 bool sees_any(const attention_problem<T>& p, std::size_t i0, std::size_t j0) {
     const std::size_t i_last = std::min(i0 + tile, p.tq()) - 1, j_last = j0 + tile - 1;
+    if (!p.sees.causal) return i0 < p.tq() && j0 < p.tk();
     return j0 <= i_last && j_last + reach(p) > i0;
 }
 
@@ -243,6 +250,7 @@ void add_rows(const attention_problem<T>& p, const T* packed, std::size_t padded
 template <class T>
 double visible_pairs(const attention_problem<T>& p) {
     const double t = static_cast<double>(p.tq());
+    if (!p.sees.causal) return t * static_cast<double>(p.tk());
     const double w = static_cast<double>(reach(p));
     return t * w - w * (w - 1) / 2;
 }
@@ -345,8 +353,8 @@ void backward_pair(const attention_problem<T>& p, const packed_head<T>& m, std::
     const T* queries = m.queries + i0 * padded;
     const T* dout = m.dout + i0 * padded;
 
-    // On the diagonal a query sees no key after it: the products leave those entries out.
-    const bool diagonal = i0 == j0;
+    // On the diagonal a causal query sees no key after it: the products leave those entries out.
+    const bool diagonal = p.sees.causal && i0 == j0;
     const auto part = [diagonal](causal_part wanted) { return diagonal ? wanted : causal_part::all; };
 
     // 1. and 3.
@@ -442,10 +450,11 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
         }
         std::fill(dq, dq + rows * padded, T{0});
         // Key tiles outer, so that a key tile's dk and dv stay in cache while the query tiles
-        // that see it stream past; query tiles wholly before it (its future) or wholly after
-        // its window are never visited.
+        // that see it stream past; causal query tiles wholly before it (its future) or wholly
+        // after its window are never visited.
         for (std::size_t j0 = 0; j0 < rows; j0 += tile)
-            for (std::size_t i0 = j0; i0 < rows && i0 < j0 + tile + reach(p); i0 += tile)
+            for (std::size_t i0 = p.sees.causal ? j0 : 0; i0 < rows && (!p.sees.causal || i0 < j0 + tile + reach(p));
+                 i0 += tile)
                 if (sees_any(p, i0, j0))
                     if (const keys_kept kept = kept_by_mask(p, matrix, i0, j0); kept != keys_kept::none)
                         backward_pair(p, m, i0, j0, kept == keys_kept::all);
@@ -458,13 +467,15 @@ void backward_task(const attention_problem<T>& p, const T* dout, const attention
 }
 
 // What the backward covers: the forward's causal attention of queries at the keys' own
-// positions, unmodified; k and v broadcast alike, q and out nowhere.
+// positions, or the attention of a mask that replaces causality (without a window); k and v
+// broadcast alike, q and out nowhere.
 template <class T>
 bool covers(const attention_problem<T>& p) {
-    if (!p.sees.causal || p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse) return false;
+    if (p.sees.diagonal != 0 || p.tq() != p.tk() || p.d() != p.dv() || !p.lse) return false;
     // Modifiers: as many as the forward ran, with the backward's calls (a score modifier's
-    // derivative); a mask that replaces causality is beyond it.
-    if (p.modifiers.apply && (!p.sees.causal || (p.modifiers.modifies_scores && !p.modifiers.derive))) return false;
+    // derivative); only a mask of theirs replaces causality.
+    if (!p.sees.causal && (!p.modifiers.apply || p.sees.window)) return false;
+    if (p.modifiers.apply && p.modifiers.modifies_scores && !p.modifiers.derive) return false;
     if (!p.modifiers.apply && p.modifiers.kept) return false;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];
@@ -478,7 +489,8 @@ template <class T>
 task_split split_of(const attention_problem<T>& p) {
     if (!covers(p))
         throw std::invalid_argument("shaped::kernels::attention_backward: causal attention of T queries over their own "
-                                    "T keys, with the forward's lse, unmodified; k and v broadcast alike, q and out not at all");
+                                    "T keys (or a mask in its place), with the forward's lse; k and v broadcast alike, q "
+                                    "and out not at all");
     task_split split;
     for (std::size_t i = 0; i < p.batch_rank; ++i) {
         const std::size_t n = p.batch_extents[i];

@@ -266,26 +266,21 @@ TEST_CASE("a mask that drops every key of a query gives NaN, as the unfused soft
 using namespace variant;
 
 namespace {
-// value_and_grad's gradients of a loss through layer against central differences; returns how
+// value_and_grad's gradients of loss(model, inputs...) against central differences; returns how
 // many elements of which parameter reach the loss.
-template <class Layer>
-std::map<std::string, std::size_t> check_variant_gradients(std::uint64_t seed) {
-    shaped::Generator gen(seed);
-    Layer layer;
-    shaped::nn::for_each_parameter(layer, [&](std::string_view, auto& p) { gen.fill_normal(p.elements()); });
-    const auto x = shaped::randn<double, B2, T7, C8>(gen);
-    const auto loss = [](const auto& m, const auto& x) { return eval(sum(m(x) * x)); };
-    const auto [value, grads] = shaped::train::value_and_grad(loss, layer, x);
-    REQUIRE(value == Approx(loss(layer, x).item()).epsilon(1e-12));
+template <class Model, class Loss, class... Inputs>
+std::map<std::string, std::size_t> check_central_differences(Model& model, const Loss& loss, const Inputs&... inputs) {
+    const auto [value, grads] = shaped::train::value_and_grad(loss, model, inputs...);
+    REQUIRE(value == Approx(loss(model, inputs...).item()).epsilon(1e-12));
     std::map<std::string, std::size_t> reached;
-    shaped::train::for_each_gradient(layer, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
+    shaped::train::for_each_gradient(model, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
         for (std::size_t i = 0; i < parameter.size(); ++i) {
             double& w = parameter.data()[i];
             const double kept = w;
             w = kept + 1e-6;
-            const double up = loss(layer, x).item();
+            const double up = loss(model, inputs...).item();
             w = kept - 1e-6;
-            const double down = loss(layer, x).item();
+            const double down = loss(model, inputs...).item();
             w = kept;
             const double numeric = (up - down) / 2e-6;
             INFO(std::string(name) << "[" << i << "]");
@@ -294,6 +289,16 @@ std::map<std::string, std::size_t> check_variant_gradients(std::uint64_t seed) {
         }
     });
     return reached;
+}
+
+// A loss through the layer, sum(layer(x) * x), against central differences.
+template <class Layer>
+std::map<std::string, std::size_t> check_variant_gradients(std::uint64_t seed) {
+    shaped::Generator gen(seed);
+    Layer layer;
+    shaped::nn::for_each_parameter(layer, [&](std::string_view, auto& p) { gen.fill_normal(p.elements()); });
+    const auto x = shaped::randn<double, B2, T7, C8>(gen);
+    return check_central_differences(layer, [](const auto& m, const auto& x) { return eval(sum(m(x) * x)); }, x);
 }
 }  // namespace
 
@@ -332,24 +337,54 @@ TEST_CASE("causal_attention with modifiers as an op, differentiated, against cen
         using shaped::train::watched;
         return eval(sum(shaped::causal_attention(watched(m.q), watched(m.k), watched(m.v), 0.5, mods) * w));
     };
-    const auto [value, grads] = shaped::train::value_and_grad(loss, model);
-    REQUIRE(value == Approx(loss(model).item()).epsilon(1e-12));
-    std::size_t reached = 0;
-    shaped::train::for_each_gradient(model, grads, [&](std::string_view name, auto& parameter, auto& gradient) {
-        for (std::size_t i = 0; i < parameter.size(); ++i) {
-            double& x = parameter.data()[i];
-            const double kept = x;
-            x = kept + 1e-6;
-            const double up = loss(model).item();
-            x = kept - 1e-6;
-            const double down = loss(model).item();
-            x = kept;
-            INFO(std::string(name) << "[" << i << "]");
-            REQUIRE(gradient.data()[i] == Approx((up - down) / 2e-6).margin(1e-7).epsilon(1e-6));
-            if (std::abs(up - down) > 2e-9) ++reached;
-        }
-    });
-    REQUIRE(reached > 250);  // of 336; documents of 3 leave some keys unread by some queries
+    auto reached = check_central_differences(model, loss);
+    // Of 336 elements: documents of 3 leave some keys unread by some queries.
+    REQUIRE(reached["q"] + reached["k"] + reached["v"] > 250);
+}
+
+namespace {
+using B1 = shaped::dim<"B", 1>;
+using NH1 = shaped::dim<"NH", 1>;
+using HS4p = shaped::dim<"H", 4>;
+template <std::size_t Time>
+struct PrefixOperands {
+    using Tt = shaped::dim<"T", Time>;
+    BOOST_HANA_DEFINE_STRUCT(PrefixOperands,
+        (shaped::Tensor<double, B1, NH1, Tt, HS4p>, q),
+        (shaped::Tensor<double, B1, NH1, Tt, HS4p>, k),
+        (shaped::Tensor<double, B1, NH1, Tt, HS4p>, v));
+};
+
+// A prefix-LM's attention (with ALiBi) of T positions, differentiated as an op: every gradient
+// against central differences.
+template <std::size_t Time>
+void check_prefix_gradients(std::size_t prefix) {
+    using Tt = shaped::dim<"T", Time>;
+    CAPTURE(Time, prefix);
+    shaped::Generator gen(Time + prefix);
+    PrefixOperands<Time> model;
+    shaped::nn::for_each_parameter(model, [&](std::string_view, auto& p) { gen.fill_normal(p.elements()); });
+    const auto w = shaped::randn<double, B1, NH1, Tt, HS4p>(gen);
+    const shaped::attention_modifiers<shaped::nn::alibi<NH1>, prefix_lm> mods{{}, {prefix}};
+    const auto loss = [&](const auto& m) {
+        using shaped::train::watched;
+        return eval(sum(shaped::causal_attention(watched(m.q), watched(m.k), watched(m.v), 0.5, mods) * w));
+    };
+    auto reached = check_central_differences(model, loss);
+    REQUIRE(reached["k"] > 0);
+}
+}  // namespace
+
+TEST_CASE("a mask that replaces causality, differentiated: a prefix-LM against central differences",
+          "[attention][modifiers][train]") {
+    // T over one, two and three of the backward's 64-key tiles; a prefix within the first tile,
+    // and one that reaches into the second (query tiles before their key tile then see it). A
+    // backward that kept causality would miss what the prefix's queries read after them.
+    for (const std::size_t prefix : {3, 100}) {
+        check_prefix_gradients<7>(prefix);
+        check_prefix_gradients<70>(prefix);
+        check_prefix_gradients<150>(prefix);
+    }
 }
 
 namespace {

@@ -775,7 +775,7 @@ void back_node(const attention_node<Q, K, V, Mods>& e, const G& g) {
         if (!kernels::attention_backward_covers(p))
             throw std::invalid_argument(
                 "shaped::train: causal_attention with modifiers is differentiated by the fused backward only: "
-                "T causal queries over their own T keys, k and v broadcast alike");
+                "T queries over their own T keys, causal or masked, k and v broadcast alike");
     }
     if (kernels::attention_backward_covers(p)) {
         const auto qt = tensor_for<T, dims_of<Q>>(q);
