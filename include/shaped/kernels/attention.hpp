@@ -317,9 +317,11 @@ struct modifier_calls {
     // A key a causal problem's query never sees: its modifiers are not asked about it (a table
     // read by q - kv need not hold negative distances).
     static constexpr bool after_query(query_position q, key_position kv) { return M::causal && kv.value > q.value; }
-    static std::pair<batch_index, head_index> row_and_head(const frame& f, std::size_t matrix) {
-        return {batch_index{matrix / f.heads + f.modifiers->batch_origin}, head_index{matrix % f.heads}};
+    // Matrix `matrix`'s batch row and head (matrices counted row-major over the batch dims).
+    static batch_index row_of(const frame& f, std::size_t matrix) {
+        return batch_index{matrix / f.heads + f.modifiers->batch_origin};
     }
+    static head_index head_of(const frame& f, std::size_t matrix) { return head_index{matrix % f.heads}; }
     // How many of a row's keys from `first` its query can see: all of them, or for a causal
     // problem those up to the query's own position (the modifiers are not asked about the rest).
     static std::size_t visible(query_position q, key_position first, std::size_t keys) {
@@ -350,8 +352,8 @@ struct modifier_calls {
     static void modify(const void* context, const score_tile<T>& tile, T* slope) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const batch_index b = row_and_head(f, tile.matrix).first;
-        const head_index h = row_and_head(f, tile.matrix).second;
+        const batch_index b = row_of(f, tile.matrix);
+        const head_index h = head_of(f, tile.matrix);
         const key_position first{m.key_origin + tile.key};
         for (std::size_t r = 0; r < tile.rows; ++r) {
             const query_position q{f.query_origin + tile.query + r};
@@ -392,8 +394,8 @@ struct modifier_calls {
     static void learn(const void* context, const score_tile<T>& tile) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const batch_index b = row_and_head(f, tile.matrix).first;
-        const head_index h = row_and_head(f, tile.matrix).second;
+        const batch_index b = row_of(f, tile.matrix);
+        const head_index h = head_of(f, tile.matrix);
         const std::lock_guard<std::mutex> hold(*f.lock);
         for (std::size_t r = 0; r < tile.rows; ++r)
             for (std::size_t j = 0; j < tile.cols; ++j) {
@@ -408,8 +410,8 @@ struct modifier_calls {
                           std::size_t k1) {
         const auto& f = *static_cast<const frame*>(context);
         const M& m = *f.modifiers;
-        const batch_index b = row_and_head(f, matrix).first;
-        const head_index h = row_and_head(f, matrix).second;
+        const batch_index b = row_of(f, matrix);
+        const head_index h = head_of(f, matrix);
         const query_position first_query{f.query_origin + q0}, last_query{f.query_origin + q1};
         const key_position first_key{m.key_origin + k0}, last_key{m.key_origin + k1};
         if constexpr (requires { m.keeps.block(b, h, first_query, last_query, first_key, last_key); }) {
