@@ -74,7 +74,7 @@ if(header AND include_at GREATER -1)
   endif()
 endif()
 
-# compile(<output variable> <arguments>...): the status and what the compiler printed, with the
+# compile(<status var> <output var> <arguments>...): the status and what the compiler printed, with the
 # precompiled header's lines written back to the case's include line. GCC prints
 # "from <header>:N,\n<spaces>from <command-line>:" where the plain compile prints
 # "from <case>:L:", Clang "In file included from <built-in>:N:\nIn file included from
