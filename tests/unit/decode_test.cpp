@@ -555,36 +555,24 @@ struct row_documents {
     }
 };
 
-// nanoGPT's attention with modifiers, as a user writes it from the guide: MuPAttention's
-// borrowing, the default scale, a score_mod() and a mask_mod().
+// nanoGPT's attention with modifiers, as a user writes it from the guide: nn::extends of
+// MultiHeadAttention (its parameters, constructors and heads), a score_mod() and a mask_mod().
 template <class Score, class Mask>
-struct ModifiedAttention : shaped::nn::causal_layer<ModifiedAttention<Score, Mask>> {
-    using value_type = float;
-    using channel_dim = C;
-    using heads_dim = NH;
-    using head_size_dim = HS;
-    using merged_dim = C;
-    using fused_dim = MultiHead::fused_dim;
-
-    explicit ModifiedAttention(shaped::Generator& gen) : c_attn(gen), c_proj(gen) {}
-    BOOST_HANA_DEFINE_STRUCT(ModifiedAttention,
-        (shaped::nn::Linear<C, fused_dim>, c_attn),
-        (shaped::nn::Linear<C, C>, c_proj));
-
+struct ModifiedAttention : shaped::nn::extends<MultiHead, ModifiedAttention<Score, Mask>> {
+    using ModifiedAttention::extends::extends;
     Score score_mod() const { return {}; }
     Mask mask_mod() const { return {}; }
-    template <class X>
-    auto project(const X& x) const { return eval(c_attn(x)); }
-    template <class QKV>
-    static auto heads(QKV& qkv) { return MultiHead::heads(qkv); }
-    shaped::nn::no_position_encoding encode_positions;
-    template <class M>
-    static auto heads_of(M& merged) { return MultiHead::heads_of(merged); }
-    template <class M>
-    auto project_out(const M& merged) const { return eval(c_proj(merged)); }
 };
 using AlibiCapped = ModifiedAttention<alibi_capped, shaped::keep_every_key>;
 using Documented = ModifiedAttention<alibi_capped, row_documents>;
+
+// A layer's parameters' names, in order: an extended layer's are its base's.
+template <class Layer>
+std::vector<std::string> parameter_names(const Layer& layer) {
+    std::vector<std::string> names;
+    shaped::nn::for_each_parameter(layer, [&](std::string_view name, const auto&) { names.emplace_back(name); });
+    return names;
+}
 
 // The largest difference of a modified layer's output from the plain one's, same parameters.
 template <class Layer>
@@ -606,6 +594,7 @@ TEST_CASE("a user's layer with modifiers: its forward is modified, and decodes a
         shaped::Generator gen(seed);
         const AlibiCapped capped(gen);
         const Documented documented(gen);
+        REQUIRE(parameter_names(capped) == parameter_names(MultiHead{}));
         REQUIRE(apart_from_plain(capped, 9) > 1e-3);
         REQUIRE(apart_from_plain(documented, 9) > 1e-3);
         decode_in_random_chunks<AlibiCapped, MultiHeadCache>(capped, seed);

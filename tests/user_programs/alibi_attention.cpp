@@ -15,31 +15,11 @@
 using namespace shaped;
 
 template <StaticDim C, StaticDim NH, StaticDim HS, class T = float>
-struct ALiBiAttention : nn::causal_layer<ALiBiAttention<C, NH, HS, T>> {
-    using value_type = T;
-    using channel_dim = C;
-    using heads_dim = NH;
-    using head_size_dim = HS;
-    using merged_dim = C;
-    using Heads = nn::MultiHeadAttention<C, NH, HS, false, T>;
-
-    explicit ALiBiAttention(Generator& gen) : c_attn(gen), c_proj(gen) {}
-    BOOST_HANA_DEFINE_STRUCT(ALiBiAttention,
-        (nn::Linear<C, typename Heads::fused_dim, false, T>, c_attn),
-        (nn::Linear<C, C, false, T>, c_proj));
-
+struct ALiBiAttention : nn::extends<nn::MultiHeadAttention<C, NH, HS, false, T>, ALiBiAttention<C, NH, HS, T>> {
+    // nanoGPT's attention: its parameters, constructors and heads.
+    using ALiBiAttention::extends::extends;
     // The variant, in one line.
     nn::alibi<NH> score_mod() const { return {}; }
-
-    template <class X>
-    auto project(const X& x) const { return eval(c_attn(x)); }
-    template <class QKV>
-    static auto heads(QKV& qkv) { return Heads::heads(qkv); }
-    nn::no_position_encoding encode_positions;
-    template <class M>
-    static auto heads_of(M& merged) { return Heads::heads_of(merged); }
-    template <class M>
-    auto project_out(const M& merged) const { return eval(c_proj(merged)); }
 };
 
 // The same layer with its scores written out: (B, NH, T, T) in memory, biased, masked, softmax.

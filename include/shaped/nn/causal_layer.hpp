@@ -19,7 +19,8 @@
 //                                 (nn/causal_self_attention.hpp), its heads checked by name
 //
 // A layer names value_type, channel_dim, head_size_dim, and heads_dim (several heads),
-// kv_heads_dim (grouped key/value heads) or neither (one head).
+// kv_heads_dim (grouped key/value heads) or neither (one head). nn::extends<Base, Layer> (below)
+// is a built-in layer Base with parts of the user's own.
 
 #include <shaped/nn/causal_self_attention.hpp>
 
@@ -98,6 +99,24 @@ public:
 
 private:
     const Layer& self() const { return static_cast<const Layer&>(*this); }
+};
+
+// nn::extends<Base, Layer>: a built-in layer with parts of the user's own. Layer derives from it
+// (CRTP) and has Base's parameters (the same names, so Base's checkpoints load), constructors
+// and parts; what Layer declares itself (a score_mod, a mask_mod, a scale, its own heads)
+// replaces or adds to them, because the calls are causal_layer<Layer>'s: the attention routine
+// runs with Layer's parts.
+//
+//   struct ALiBiAttention : nn::extends<nn::MultiHeadAttention<C, NH, HS>, ALiBiAttention> {
+//       using ALiBiAttention::extends::extends;
+//       nn::alibi<NH> score_mod() const { return {}; }
+//   };
+template <class Base, class Layer>
+class extends : public Base, public causal_layer<Layer> {
+public:
+    using Base::Base;
+    // Layer's calls, not Base's (which would run without Layer's parts).
+    using causal_layer<Layer>::operator();
 };
 
 // ---- implementation ------------------------------------------------------------------------
