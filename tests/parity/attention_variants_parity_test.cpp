@@ -1,9 +1,9 @@
 // A layer's score and mask modifiers against PyTorch: make_fixtures.py's variant_attention (a
 // learned relative bias, ALiBi and soft-capping on the scores, documents of three positions on
-// top of causality, written densely in torch) and tests/user_programs/variant_attention.hpp's
-// layer, the same modifiers run in shaped's fused kernel, on the same float64 parameters and
-// inputs: the output, the loss and every parameter's gradient (the bias table's among them, from
-// the fused backward) agree to 1e-10.
+// top of causality or a prefix-LM of four in its place, written densely in torch) and
+// tests/user_programs/variant_attention.hpp's layer, the same modifiers run in shaped's fused
+// kernel, on the same float64 parameters and inputs: the output, the loss and every parameter's
+// gradient (the bias table's among them, from the fused backward) agree to 1e-10.
 #include "../user_programs/variant_attention.hpp"
 
 #include <shaped/shaped.hpp>
@@ -18,21 +18,19 @@
 
 namespace {
 
-using Layer = variant::VariantAttention<true, true, true>;
-
 std::string fixture(const std::string& name) { return std::string(SHAPED_FIXTURE_DIR) + "/attention_variants/" + name; }
 
 bool agrees(double actual, double expected) { return std::abs(actual - expected) <= 1e-10 * std::max(1.0, std::abs(expected)); }
 
-}  // namespace
-
-TEST_CASE("attention variants parity: a learned bias, ALiBi, soft-capping and documents, forward and gradients",
-          "[parity][modifiers]") {
+// The layer on the fixture's parameters and inputs: its output against `<prefix>out.npy`, its loss
+// and every parameter's gradient against `<prefix>gradients.safetensors`.
+template <class Layer>
+void require_torch_parity(const std::string& prefix) {
     Layer layer;
     shaped::io::load_parameters(layer, shaped::io::safetensors_file(fixture("parameters.safetensors")));
     const auto x = shaped::io::load_npy<double, variant::B2, variant::T7, variant::C8>(fixture("x.npy"));
     const auto y = shaped::io::load_npy<double, variant::B2, variant::T7, variant::C8>(fixture("y.npy"));
-    const auto torch_out = shaped::io::load_npy<double, variant::B2, variant::T7, variant::C8>(fixture("out.npy"));
+    const auto torch_out = shaped::io::load_npy<double, variant::B2, variant::T7, variant::C8>(fixture(prefix + "out.npy"));
 
     const auto out = layer(x);
     for (std::size_t i = 0; i < out.size(); ++i) {
@@ -42,7 +40,7 @@ TEST_CASE("attention variants parity: a learned bias, ALiBi, soft-capping and do
 
     const auto loss = [&y](const auto& m, const auto& x) { return eval(mean(square(m(x) - y))); };
     const auto [value, grads] = shaped::train::value_and_grad(loss, layer, x);
-    const shaped::io::safetensors_file torch(fixture("gradients.safetensors"));
+    const shaped::io::safetensors_file torch(fixture(prefix + "gradients.safetensors"));
     REQUIRE(agrees(value, torch.load<double>("loss").item()));
     Layer expected;
     shaped::io::load_parameters(expected, torch);
@@ -55,4 +53,15 @@ TEST_CASE("attention variants parity: a learned bias, ALiBi, soft-capping and do
         }
     });
     REQUIRE(compared == shaped::nn::parameter_count<Layer>);
+}
+
+}  // namespace
+
+TEST_CASE("attention variants parity: a learned bias, ALiBi, soft-capping and documents, forward and gradients",
+          "[parity][modifiers]") {
+    require_torch_parity<variant::VariantAttention<true, true, variant::keys::documents>>("");
+}
+
+TEST_CASE("attention variants parity: the same scores under a prefix-LM, forward and gradients", "[parity][modifiers]") {
+    require_torch_parity<variant::VariantAttention<true, true, variant::keys::prefix>>("prefix_");
 }

@@ -1136,14 +1136,19 @@ def compute_derivation():
 
 
 # attention_variants/: a layer's score and mask modifiers (attention_variants_parity_test.cpp): nanoGPT's
-# attention whose scores take a learned relative bias (a table (NH, 5) at the head and min(q - kv, 4)),
-# then ALiBi (slope 2^(-8 (h + 1) / NH)) and soft-capping (1.5 tanh(s / 1.5)), with documents of three
-# positions masked on top of causality; its output, loss and every parameter's gradient in float64.
+# attention whose scores take a learned relative bias (a table (NH, 5) at the head and q - kv clamped to
+# [0, 4]), then ALiBi (slope 2^(-8 (h + 1) / NH)) and soft-capping (1.5 tanh(s / 1.5)), with documents
+# of three positions masked on top of causality; its output, loss and every parameter's gradient in
+# float64. prefix_out.npy and prefix_gradients.safetensors: the same with a prefix-LM of 4 positions
+# (they see one another whole, the rest each its past) in place of causality and documents.
 VARIANT_SEED = 2718
 VARIANT_B, VARIANT_T, VARIANT_C, VARIANT_NH = 2, 7, 8, 2
 
 
-def variant_attention(p, x):
+VARIANT_PREFIX = 4
+
+
+def variant_attention(p, x, keys="documents"):
     b, t, c = x.shape
     nh, hs = VARIANT_NH, VARIANT_C // VARIANT_NH
     q, k, v = F.linear(x, p["c_attn.weight"], p["c_attn.bias"]).split(c, dim=2)
@@ -1154,7 +1159,7 @@ def variant_attention(p, x):
     scores = scores + p["relative"][:, torch.clamp(i - j, max=4).clamp(min=0)]  # (NH, T, T), broadcast over B
     slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / nh) for h in range(nh)], dtype=torch.float64).view(nh, 1, 1)
     scores = 1.5 * torch.tanh((scores - slopes * (i - j)) / 1.5)
-    keep = (j <= i) & (i // 3 == j // 3)
+    keep = (j <= i) & (i // 3 == j // 3) if keys == "documents" else (j <= i) | (j < VARIANT_PREFIX)
     wei = F.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
     y = (wei @ v).transpose(1, 2).contiguous().view(b, t, c)
     return F.linear(y, p["c_proj.weight"], p["c_proj.bias"])
@@ -1169,22 +1174,25 @@ def compute_attention_variants():
                   "relative": draw(nh, 5)}
     x, y = draw(b, t, c), draw(b, t, c)
 
-    def backward():
+    def backward(keys):
         leaves = {name: t.clone().requires_grad_() for name, t in parameters.items()}
         with torch.enable_grad():
-            out = variant_attention(leaves, x)
+            out = variant_attention(leaves, x, keys)
             loss = torch.square(out - y).mean()
             loss.backward()
         return out.detach(), loss.detach(), {name: t.grad for name, t in leaves.items()}
 
-    out, loss, gradients = single_threaded(backward)
-    assert all(g.abs().max().item() > 1e-3 for g in gradients.values())
-    tensors = dict(gradients)
-    tensors["loss"] = loss
-    files = {"parameters.safetensors": (parameters, {"format": "pt"}), "gradients.safetensors": (tensors, {"format": "pt"}),
-             "x.npy": x.numpy(), "y.npy": y.numpy(), "out.npy": out.numpy()}
-    return {"attention_variants": files}, {"loss": loss.item(),
-                                           "largest |gradient| of the table": gradients["relative"].abs().max().item()}
+    files = {"parameters.safetensors": (parameters, {"format": "pt"}), "x.npy": x.numpy(), "y.npy": y.numpy()}
+    summary = {}
+    for keys, prefix in (("documents", ""), ("prefix", "prefix_")):
+        out, loss, gradients = single_threaded(lambda: backward(keys))
+        assert all(g.abs().max().item() > 1e-3 for g in gradients.values())
+        tensors = dict(gradients)
+        tensors["loss"] = loss
+        files[f"{prefix}gradients.safetensors"] = (tensors, {"format": "pt"})
+        files[f"{prefix}out.npy"] = out.numpy()
+        summary[f"{keys}: loss, largest |gradient| of the table"] = (loss.item(), gradients["relative"].abs().max().item())
+    return {"attention_variants": files}, summary
 
 
 # Each case: torch's pattern, by letter, and its operands' names (shapes in EINSUM_OPERANDS);

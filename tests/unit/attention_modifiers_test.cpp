@@ -305,14 +305,18 @@ std::map<std::string, std::size_t> check_variant_gradients(std::uint64_t seed) {
 TEST_CASE("modifiers differentiated through the fused backward, against central differences",
           "[attention][modifiers][train]") {
     // ALiBi, soft-capping over dual numbers, documents: the table is read by none.
-    auto reached = check_variant_gradients<VariantAttention<false, true, true>>(31);
+    auto reached = check_variant_gradients<VariantAttention<false, true, keys::documents>>(31);
     REQUIRE(reached["c_attn.weight"] > 50);
     REQUIRE(reached.count("relative") == 0);
     // A learned bias, then ALiBi and the cap, with and without documents: every bucket learns.
-    reached = check_variant_gradients<VariantAttention<true, true, true>>(32);
+    reached = check_variant_gradients<VariantAttention<true, true, keys::documents>>(32);
     REQUIRE(reached["relative"] >= 6);
-    reached = check_variant_gradients<VariantAttention<true, false, false>>(33);
+    reached = check_variant_gradients<VariantAttention<true, false, keys::causal>>(33);
     REQUIRE(reached["relative"] == NH2::extent * Buckets::extent);
+    // A prefix-LM: keys after their query read the table's nearest bucket, 0.
+    reached = check_variant_gradients<VariantAttention<true, true, keys::prefix>>(34);
+    REQUIRE(reached["relative"] == NH2::extent * Buckets::extent);
+    REQUIRE(reached["c_attn.weight"] > 50);
 }
 
 namespace {

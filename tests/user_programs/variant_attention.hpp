@@ -1,7 +1,8 @@
 // A user's attention layer with score and mask modifiers, as written from the guide: nanoGPT's
 // attention (heads borrowed from nn::MultiHeadAttention) with a learned relative bias (a table of
-// 5 distance buckets per head, distances clamped), ALiBi, soft-capping and documents of 3
-// positions, each switched on or off by a template argument. tests/unit/attention_modifiers_test.cpp
+// 5 distance buckets per head, distances clamped), ALiBi and soft-capping, each switched on or off
+// by a template argument, and its keys chosen causally, by documents of 3 positions, or as a
+// prefix-LM of 4. tests/unit/attention_modifiers_test.cpp
 // checks its gradients against central differences; tests/parity/attention_variants_parity_test.cpp
 // against PyTorch's autograd (make_fixtures.py's variant_attention).
 #pragma once
@@ -22,16 +23,19 @@ using T7 = shaped::dim<"T", 7>;
 using Heads = shaped::nn::MultiHeadAttention<C8, NH2, HS4, true, double>;
 
 // nanoGPT's attention with a learned relative bias (a table of 5 distance buckets per head, its
-// distances clamped), ALiBi, soft-capping and documents of 3 positions, as a user writes it:
-// heads borrowed from nn::MultiHeadAttention, the modifiers from nn/attention_modifiers.hpp.
+// distances clamped), ALiBi, soft-capping and a mask, as a user writes it: heads borrowed from
+// nn::MultiHeadAttention, the modifiers from nn/attention_modifiers.hpp.
 struct clamp_to_buckets {
     std::ptrdiff_t operator()(std::ptrdiff_t distance) const { return std::min<std::ptrdiff_t>(distance, 4); }
 };
 struct three_per_document {
     int operator()(std::size_t, std::size_t position) const { return static_cast<int>(position / 3); }
 };
-template <bool Learned, bool Capped, bool Documents>
-struct VariantAttention : shaped::nn::causal_layer<VariantAttention<Learned, Capped, Documents>> {
+// Which keys a query sees: its past (causal), its past in its own document of 3 positions, or
+// the first 4 positions whole and its past after them (a prefix-LM, which replaces causality).
+enum class keys { causal, documents, prefix };
+template <bool Learned, bool Capped, keys Keys>
+struct VariantAttention : shaped::nn::causal_layer<VariantAttention<Learned, Capped, Keys>> {
     using value_type = double;
     using channel_dim = C8;
     using heads_dim = NH2;
@@ -55,7 +59,8 @@ struct VariantAttention : shaped::nn::causal_layer<VariantAttention<Learned, Cap
             return after;
     }
     auto mask_mod() const {
-        if constexpr (Documents) return shaped::nn::same_document<three_per_document>{&documents};
+        if constexpr (Keys == keys::documents) return shaped::nn::same_document<three_per_document>{&documents};
+        else if constexpr (Keys == keys::prefix) return shaped::nn::prefix_lm{4};
         else return shaped::keep_every_key{};
     }
     template <class X>
