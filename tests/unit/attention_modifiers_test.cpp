@@ -5,6 +5,7 @@
 // of the user's with modifiers, whose cached decoding (chunks, ragged batches, a ring cache)
 // equals its full forward.
 
+#include "dense_attention.hpp"
 #include "reference.hpp"
 #include "../user_programs/variant_attention.hpp"
 
@@ -72,37 +73,17 @@ std::vector<double> naive_modified(const std::vector<double>& q, const std::vect
                                    const std::vector<double>& v, std::size_t tq, std::size_t tk, std::size_t d,
                                    std::size_t dv, double scale, const Mods& mods, std::size_t heads,
                                    std::optional<std::size_t> window = std::nullopt) {
-    const std::size_t matrices = q.size() / (tq * d);
-    std::vector<double> out(matrices * tq * dv);
-    std::vector<double> w(tk);
-    for (std::size_t m = 0; m < matrices; ++m) {
+    return ref::dense_attention(q, k, v, tq, tk, d, dv, [&](std::size_t m, std::size_t i, std::size_t j, double product) {
         const shaped::batch_index b{m / heads + mods.batch_origin};
         const shaped::head_index h{m % heads};
-        const std::size_t kb = k.size() / (tk * d) == 1 ? 0 : m;  // keys shared by every matrix
-        for (std::size_t i = 0; i < tq; ++i) {
-            const std::size_t qpos = mods.key_origin + tk - tq + i;
-            double max = -std::numeric_limits<double>::infinity();
-            for (std::size_t j = 0; j < tk; ++j) {
-                const std::size_t kpos = mods.key_origin + j;
-                double s = 0;
-                for (std::size_t c = 0; c < d; ++c) s += q[(m * tq + i) * d + c] * k[(kb * tk + j) * d + c];
-                s = mods.score(s * scale, b, h, shaped::query_position{qpos}, shaped::key_position{kpos});
-                bool seen = mods.keeps(b, h, shaped::query_position{qpos}, shaped::key_position{kpos});
-                if (std::remove_cvref_t<decltype(mods)>::causal) seen = seen && kpos <= qpos;
-                if (window) seen = seen && kpos + *window > qpos;
-                w[j] = seen ? s : -std::numeric_limits<double>::infinity();
-                max = std::max(max, w[j]);
-            }
-            double sum = 0;
-            for (std::size_t j = 0; j < tk; ++j) sum += w[j] = std::exp(w[j] - max);
-            for (std::size_t c = 0; c < dv; ++c) {
-                double acc = 0;
-                for (std::size_t j = 0; j < tk; ++j) acc += w[j] * v[(kb * tk + j) * dv + c];
-                out[(m * tq + i) * dv + c] = acc / sum;
-            }
-        }
-    }
-    return out;
+        const shaped::query_position qpos{mods.key_origin + tk - tq + i};
+        const shaped::key_position kpos{mods.key_origin + j};
+        const double s = mods.score(product * scale, b, h, qpos, kpos);
+        bool seen = mods.keeps(b, h, qpos, kpos);
+        if (Mods::causal) seen = seen && kpos.value <= qpos.value;
+        if (window) seen = seen && kpos.value + *window > qpos.value;
+        return seen ? s : ref::unseen;
+    });
 }
 
 template <class V>

@@ -3,6 +3,7 @@
 // blocks, static and dynamic T, float and double, strided operands, other masks; the log-sum-exp
 // it keeps for training against the reference's.
 
+#include "dense_attention.hpp"
 #include "reference.hpp"
 
 #include <shaped/shaped.hpp>
@@ -33,36 +34,15 @@ template <class V>
 constexpr V minus_infinity = -std::numeric_limits<V>::infinity();
 
 // out[b, i, :] = sum_j softmax_j(q[b, i] . k[b, j] * scale, sees(i, j)) v[b, j], in double, for
-// matrices laid out row-major one after another. A query that sees no key gives NaN, as softmax
-// over -inf does.
+// matrices laid out row-major one after another.
 template <class Q, class K, class V, class Sees>
 std::vector<double> naive_attention(const Q& q, const K& k, const V& v, double scale, Sees sees) {
     const auto qe = q.extents(), ke = k.extents(), ve = v.extents();
     constexpr std::size_t r = std::tuple_size_v<decltype(qe)>;
-    const std::size_t tq = qe[r - 2], d = qe[r - 1], tk = ke[r - 2], dv = ve[r - 1];
-    const std::size_t batches = q.size() / (tq * d);
-    std::vector<double> out(batches * tq * dv);
-    std::vector<double> weights(tk);
-    for (std::size_t b = 0; b < batches; ++b)
-        for (std::size_t i = 0; i < tq; ++i) {
-            double max = -std::numeric_limits<double>::infinity();
-            for (std::size_t j = 0; j < tk; ++j) {
-                const bool seen = sees(i, j);
-                double s = 0;
-                for (std::size_t c = 0; c < d; ++c)
-                    s += static_cast<double>(q.data()[(b * tq + i) * d + c]) * static_cast<double>(k.data()[(b * tk + j) * d + c]);
-                weights[j] = seen ? s * scale : -std::numeric_limits<double>::infinity();
-                max = std::max(max, weights[j]);
-            }
-            double sum = 0;
-            for (std::size_t j = 0; j < tk; ++j) sum += weights[j] = std::exp(weights[j] - max);
-            for (std::size_t c = 0; c < dv; ++c) {
-                double acc = 0;
-                for (std::size_t j = 0; j < tk; ++j) acc += weights[j] * static_cast<double>(v.data()[(b * tk + j) * dv + c]);
-                out[(b * tq + i) * dv + c] = acc / sum;
-            }
-        }
-    return out;
+    return ref::dense_attention(ref::values(q), ref::values(k), ref::values(v), qe[r - 2], ke[r - 2], qe[r - 1],
+                                ve[r - 1], [&](std::size_t, std::size_t i, std::size_t j, double product) {
+                                    return sees(i, j) ? product * scale : ref::unseen;
+                                });
 }
 
 // Query i sees key j when j <= i + diagonal (causal), or every key.

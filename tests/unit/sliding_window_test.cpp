@@ -3,6 +3,7 @@
 // includes, and the ring-buffer cache decoding past W positions, equal at every step to a full
 // recompute with the windowed mask.
 
+#include "dense_attention.hpp"
 #include "reference.hpp"
 
 #include <shaped/shaped.hpp>
@@ -31,32 +32,12 @@ template <class Q, class K, class V>
 std::vector<double> naive_windowed_attention(const Q& q, const K& k, const V& v, double scale, std::size_t window) {
     const auto qe = q.extents(), ke = k.extents(), ve = v.extents();
     constexpr std::size_t r = std::tuple_size_v<decltype(qe)>;
-    const std::size_t tq = qe[r - 2], d = qe[r - 1], tk = ke[r - 2], dv = ve[r - 1];
-    const std::size_t batches = q.size() / (tq * d);
-    const auto qs = ref::values(q), ks = ref::values(k), vs = ref::values(v);
-    std::vector<double> out(batches * tq * dv);
-    std::vector<double> weights(tk);
-    for (std::size_t b = 0; b < batches; ++b)
-        for (std::size_t i = 0; i < tq; ++i) {
-            const long position = static_cast<long>(i + tk - tq);
-            double max = -std::numeric_limits<double>::infinity();
-            for (std::size_t j = 0; j < tk; ++j) {
-                const long p = static_cast<long>(j);
-                const bool seen = p <= position && p > position - static_cast<long>(window);
-                double s = 0;
-                for (std::size_t c = 0; c < d; ++c) s += qs[(b * tq + i) * d + c] * ks[(b * tk + j) * d + c];
-                weights[j] = seen ? s * scale : -std::numeric_limits<double>::infinity();
-                max = std::max(max, weights[j]);
-            }
-            double sum = 0;
-            for (std::size_t j = 0; j < tk; ++j) sum += weights[j] = std::exp(weights[j] - max);
-            for (std::size_t c = 0; c < dv; ++c) {
-                double acc = 0;
-                for (std::size_t j = 0; j < tk; ++j) acc += weights[j] * vs[(b * tk + j) * dv + c];
-                out[(b * tq + i) * dv + c] = acc / sum;
-            }
-        }
-    return out;
+    const std::size_t tq = qe[r - 2], tk = ke[r - 2];
+    return ref::dense_attention(ref::values(q), ref::values(k), ref::values(v), tq, tk, qe[r - 1], ve[r - 1],
+                                [&](std::size_t, std::size_t i, std::size_t j, double product) {
+                                    const std::size_t position = i + tk - tq;
+                                    return j <= position && j + window > position ? product * scale : ref::unseen;
+                                });
 }
 
 template <class V>
