@@ -2,6 +2,7 @@
 // causal forward is checked against naive loops and whose cached decoding is checked against
 // the full forward over the same prefix, at every step, over random weights, lengths up to the
 // capacity, chunkings and ragged batches.
+#include "parameter_names.hpp"
 #include "reference.hpp"
 
 #include <shaped/shaped.hpp>
@@ -566,14 +567,6 @@ struct ModifiedAttention : shaped::nn::extends<MultiHead, ModifiedAttention<Scor
 using AlibiCapped = ModifiedAttention<alibi_capped, shaped::keep_every_key>;
 using Documented = ModifiedAttention<alibi_capped, row_documents>;
 
-// A layer's parameters' names, in order: an extended layer's are its base's.
-template <class Layer>
-std::vector<std::string> parameter_names(const Layer& layer) {
-    std::vector<std::string> names;
-    shaped::nn::for_each_parameter(layer, [&](std::string_view name, const auto&) { names.emplace_back(name); });
-    return names;
-}
-
 // The largest difference of a modified layer's output from the plain one's, same parameters.
 template <class Layer>
 double apart_from_plain(const Layer& layer, std::size_t t) {
@@ -594,7 +587,8 @@ TEST_CASE("a user's layer with modifiers: its forward is modified, and decodes a
         shaped::Generator gen(seed);
         const AlibiCapped capped(gen);
         const Documented documented(gen);
-        REQUIRE(parameter_names(capped) == parameter_names(MultiHead{}));
+        // An extended layer's parameters are its base's, by name.
+        REQUIRE(ref::parameter_names(capped) == ref::parameter_names(MultiHead{}));
         REQUIRE(apart_from_plain(capped, 9) > 1e-3);
         REQUIRE(apart_from_plain(documented, 9) > 1e-3);
         decode_in_random_chunks<AlibiCapped, MultiHeadCache>(capped, seed);

@@ -2,6 +2,7 @@
 // its parameters named, counted, summarised, saved and loaded from the declaration alone; a
 // Stack of blocks runs them in order, forward and decoding, with its caches kept in step.
 #include "file_support.hpp"
+#include "parameter_names.hpp"
 #include "reference.hpp"
 
 #include <shaped/shaped.hpp>
@@ -38,12 +39,6 @@ struct TinyModel {
         (shaped::nn::Linear<C, V, false>, head));
 };
 
-std::vector<std::string> names_of(const auto& module) {
-    std::vector<std::string> names;
-    shaped::nn::for_each_parameter(module, [&](std::string_view name, const auto&) { names.emplace_back(name); });
-    return names;
-}
-
 // Counted by visiting: every parameter's size, and its bytes.
 std::size_t visited_count(const auto& module) {
     std::size_t total = 0;
@@ -68,11 +63,11 @@ TEST_CASE("a module's parameters are named as PyTorch's state_dict names them, s
     for (const char* layer : {"h.0.", "h.1."})
         for (const std::string& name : block_names) want.push_back(layer + name);
     want.push_back("head.weight");
-    CHECK(names_of(model) == want);
+    CHECK(ref::parameter_names(model) == want);
 
     // A stack on its own is named from its indices.
     const shaped::nn::Stack<shaped::nn::Linear<C, C>, 2> stack;
-    CHECK(names_of(stack) == std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"});
+    CHECK(ref::parameter_names(stack) == std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"});
 }
 
 TEST_CASE("parameter_count and parameter_bytes are constants equal to what a visit counts", "[module]") {
@@ -105,7 +100,7 @@ TEST_CASE("parameter_list gives the visit's parameters as slots: names, ranks, e
         const auto elements = p.elements<float>();
         values.insert(values.end(), elements.begin(), elements.end());
     }
-    CHECK(names == names_of(model));
+    CHECK(names == ref::parameter_names(model));
     CHECK(count == shaped::nn::parameter_count<TinyModel>);
     CHECK(values == values_of(model));
     // head.weight, (V, C): its slot points at the tensor itself and its elements.

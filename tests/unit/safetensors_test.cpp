@@ -7,6 +7,7 @@
 #include <shaped/nn.hpp>
 
 #include "file_support.hpp"
+#include "parameter_names.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -392,13 +393,6 @@ using HS = shaped::dim<"HS", 4>;
 using Attention = shaped::nn::MultiHeadAttention<C12, NH, HS>;
 
 template <class Layer>
-std::vector<std::string> parameter_names(Layer& layer) {
-    std::vector<std::string> names;
-    shaped::nn::for_each_parameter(layer, [&](std::string_view name, auto&) { names.emplace_back(name); });
-    return names;
-}
-
-template <class Layer>
 void require_same_parameters(const Layer& a, const Layer& b) {
     std::vector<std::vector<float>> values_a, values_b;
     shaped::nn::for_each_parameter(a, [&](std::string_view, const auto& p) { values_a.emplace_back(p.data(), p.data() + p.size()); });
@@ -410,15 +404,15 @@ void require_same_parameters(const Layer& a, const Layer& b) {
 
 TEST_CASE("layers name their parameters as PyTorch's state_dict does", "[io][safetensors][nn]") {
     shaped::nn::Linear<C, T> linear;
-    CHECK(parameter_names(linear) == std::vector<std::string>{"weight", "bias"});
+    CHECK(ref::parameter_names(linear) == std::vector<std::string>{"weight", "bias"});
     shaped::nn::Linear<C, T, false> no_bias;
-    CHECK(parameter_names(no_bias) == std::vector<std::string>{"weight"});
+    CHECK(ref::parameter_names(no_bias) == std::vector<std::string>{"weight"});
     const shaped::nn::Head<C, shaped::dim<"H", 16>> head;
-    CHECK(parameter_names(head) == std::vector<std::string>{"key.weight", "query.weight", "value.weight"});
+    CHECK(ref::parameter_names(head) == std::vector<std::string>{"key.weight", "query.weight", "value.weight"});
     Attention attention;
-    CHECK(parameter_names(attention) == std::vector<std::string>{"c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"});
+    CHECK(ref::parameter_names(attention) == std::vector<std::string>{"c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"});
     shaped::nn::MultiHeadAttention<C12, NH, HS, false> attention_no_bias;
-    CHECK(parameter_names(attention_no_bias) == std::vector<std::string>{"c_attn.weight", "c_proj.weight"});
+    CHECK(ref::parameter_names(attention_no_bias) == std::vector<std::string>{"c_attn.weight", "c_proj.weight"});
 }
 
 TEST_CASE("load_parameters and save_parameters round trip a layer", "[io][safetensors][nn]") {
