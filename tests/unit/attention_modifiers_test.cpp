@@ -105,7 +105,15 @@ void check_modified(std::size_t tk, std::size_t tq, std::size_t h, const Mods& m
     shaped::Tensor<V, B, NH, Td, Dd> out = shaped::zeros<V, B, NH, Td, Dd>(Td{tq}, Dd{24});
     if (window) {
         REQUIRE(*window == 5);
-        if constexpr (Mods::causal) out = shaped::causal_attention(q, k, v, V{0.3}, shaped::window<5>{}, mods);
+        // The window is one more mask, the others' conjunction with it.
+        if constexpr (Mods::causal) {
+            using Windowed = shaped::attention_modifiers<decltype(mods.score),
+                                                         decltype(shaped::and_masks(shaped::window<5>{}, mods.keeps))>;
+            out = shaped::causal_attention(
+                q, k, v, V{0.3},
+                Windowed{mods.score, shaped::and_masks(shaped::window<5>{}, mods.keeps), mods.heads, mods.batch_origin,
+                         mods.key_origin});
+        }
     } else {
         const auto held = shaped::causal_attention(q, k, v, V{0.3}, mods);
         out = held;
@@ -298,6 +306,13 @@ TEST_CASE("modifiers differentiated through the fused backward, against central 
     reached = check_variant_gradients<VariantAttention<true, true, keys::prefix>>(34);
     REQUIRE(reached["relative"] == NH2::extent * Buckets::extent);
     REQUIRE(reached["c_attn.weight"] > 50);
+    // Documents within a window of 2, the window one of the layer's masks (attended as a band):
+    // a query sees at most its key and the one before, so only buckets 0 and 1 learn.
+    STATIC_REQUIRE(std::is_same_v<shaped::nn::detail::layer_window_t<VariantAttention<true, true, keys::windowed_documents>>,
+                                  shaped::window<2>>);
+    reached = check_variant_gradients<VariantAttention<true, true, keys::windowed_documents>>(35);
+    REQUIRE(reached["relative"] == NH2::extent * 2);
+    REQUIRE(reached["c_attn.weight"] > 50);
 }
 
 namespace {
@@ -428,4 +443,66 @@ TEMPLATE_TEST_CASE("nn::same_document in the kernel: blocks skipped, kept whole 
                           shaped::attention_modifiers<shaped::nn::soft_cap, shaped::nn::same_document<document_ids>>{
                               {1.0}, {&ids}});
     }
+}
+
+// ---- a window is a mask ------------------------------------------------------------------------
+
+TEST_CASE("shaped::window as a mask: a block at once is exactly what its pairs say; with documents, soundly",
+          "[attention][modifiers][sliding_window]") {
+    const shaped::window<7> window;
+    const document_ids ids = packed_documents(300, false);
+    const auto windowed_documents = shaped::and_masks(window, shaped::nn::same_document<document_ids>{&ids});
+    std::mt19937 rng(3);
+    for (int trial = 0; trial < 2000; ++trial) {
+        const std::size_t b = rng() % 2, q0 = rng() % 300, k0 = rng() % 300;
+        const std::size_t q1 = std::min<std::size_t>(300, q0 + 1 + rng() % 16), k1 = std::min<std::size_t>(300, k0 + 1 + rng() % 16);
+        std::size_t kept = 0, kept_by_both = 0;
+        for (std::size_t i = q0; i < q1; ++i)
+            for (std::size_t j = k0; j < k1; ++j) {
+                kept += window({b}, {0}, {i}, {j});
+                kept_by_both += windowed_documents({b}, {0}, {i}, {j});
+            }
+        const std::size_t pairs = (q1 - q0) * (k1 - k0);
+        CAPTURE(b, q0, q1, k0, k1, kept, kept_by_both);
+        const auto block = window.block({b}, {0}, {q0}, {q1}, {k0}, {k1});
+        REQUIRE((block == shaped::keys_kept::none) == (kept == 0));
+        REQUIRE((block == shaped::keys_kept::all) == (kept == pairs));
+        const auto both = windowed_documents.block({b}, {0}, {q0}, {q1}, {k0}, {k1});
+        if (both == shaped::keys_kept::none) REQUIRE(kept_by_both == 0);
+        if (both == shaped::keys_kept::all) REQUIRE(kept_by_both == pairs);
+        if (kept_by_both == 0 && block == shaped::keys_kept::none) REQUIRE(both == shaped::keys_kept::none);
+    }
+    // and_masks flattens: one mask left is itself, none is every key.
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::and_masks(window, shaped::keep_every_key{})), shaped::window<7>>);
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::and_masks()), shaped::keep_every_key>);
+    STATIC_REQUIRE(shaped::window_in<decltype(shaped::and_masks(shaped::window<9>{}, windowed_documents))> == 7);
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::without_window(windowed_documents)),
+                                  shaped::nn::same_document<document_ids>>);
+}
+
+namespace {
+// A sliding window of 5 written as a user's plain mask: the kernel knows nothing of its band and
+// asks it pair by pair.
+struct five_back {
+    bool operator()(shaped::batch_index, shaped::head_index, shaped::query_position q, shaped::key_position kv) const {
+        return kv.value <= q.value && q.value - kv.value < 5;
+    }
+};
+}  // namespace
+
+TEMPLATE_TEST_CASE("a window is a mask: as the kernel's band, as a plain mask, alone or with others, as the dense reference",
+                   "[attention][modifiers][sliding_window]", float, double) {
+    using V = TestType;
+    const std::size_t tk = GENERATE(1, 9, 65, 200);
+    const std::size_t tq = GENERATE(1, 9, 70, 200);
+    if (tq > tk) return;
+    const document_ids ids = packed_documents(tk + 7, false);
+    // The band (a window alone lowers to the plain windowed kernel), then the same keys asked pair
+    // by pair, then the window with ALiBi and documents, whose origins place the keys later on.
+    check_modified<V>(tk, tq, 16, shaped::attention_modifiers<shaped::unmodified_scores, shaped::window<5>>{});
+    check_modified<V>(tk, tq, 16, shaped::attention_modifiers<shaped::unmodified_scores, five_back>{});
+    using Both = decltype(shaped::and_masks(shaped::window<5>{}, shaped::nn::same_document<document_ids>{&ids}));
+    check_modified<V>(tk, tq, 8,
+                      shaped::attention_modifiers<shaped::nn::alibi<NH>, Both>{
+                          {}, shaped::and_masks(shaped::window<5>{}, shaped::nn::same_document<document_ids>{&ids}), 0, 0, 7});
 }

@@ -310,20 +310,31 @@ TEST_CASE("a windowed layer's chunk that takes more positions than it has throws
 // ---- a windowed layer of the user's with modifiers, decoding with its ring ----------------------
 
 namespace {
-// The windowed layer's parts with ALiBi over its query heads and documents of 4 + b positions in
-// batch row b; a modifier is told absolute positions, also where the ring holds them out of order.
+// ALiBi over the query heads and documents of 4 + b positions in batch row b; a modifier is told
+// absolute positions, also where the ring holds them out of order.
+struct quarter_alibi {
+    template <class S>
+    S operator()(S s, shaped::batch_index, shaped::head_index h, shaped::query_position q,
+                      shaped::key_position kv) const {
+        return s - 0.25 * static_cast<double>(h.value + 1) * static_cast<double>(q - kv);
+    }
+};
+struct row_documents {
+    bool operator()(shaped::batch_index b, shaped::head_index, shaped::query_position q, shaped::key_position kv) const {
+        return q.value / (4 + b.value) == kv.value / (4 + b.value);
+    }
+};
+// The windowed layer's parts with those modifiers.
 struct ModifiedWindowed : Windowed {
     using Windowed::Windowed;
-    auto score_mod() const {
-        return [](double s, shaped::batch_index, shaped::head_index h, shaped::query_position q, shaped::key_position kv) {
-            return s - 0.25 * static_cast<double>(h.value + 1) * static_cast<double>(q - kv);
-        };
-    }
-    auto mask_mod() const {
-        return [](shaped::batch_index b, shaped::head_index, shaped::query_position q, shaped::key_position kv) {
-            return q.value / (4 + b.value) == kv.value / (4 + b.value);
-        };
-    }
+    quarter_alibi score_mod() const { return {}; }
+    row_documents mask_mod() const { return {}; }
+};
+// The same layer, its window one of its masks rather than its type's: a plain layer's parts.
+struct MaskWindowed : shaped::nn::extends<Unwindowed, MaskWindowed> {
+    using MaskWindowed::extends::extends;
+    quarter_alibi score_mod() const { return {}; }
+    auto mask_mod() const { return shaped::and_masks(shaped::window<W>{}, row_documents{}); }
 };
 }  // namespace
 
@@ -349,4 +360,40 @@ TEST_CASE("a windowed layer with modifiers decodes past W with its ring, as its 
         for (std::size_t b = 0; b < 2; ++b)
             for (std::size_t c = 0; c < C::extent; ++c) REQUIRE(got(b, 0, c) == Approx(full(b, t, c)).epsilon(1e-10));
     }
+}
+
+TEST_CASE("a window in a layer's mask is its window: the ring, the decode and the gradients of a windowed layer's",
+          "[sliding_window][layer][modifiers]") {
+    shaped::Generator gen(17);
+    ModifiedWindowed typed(gen);
+    MaskWindowed masked;
+    masked.wq = typed.wq;
+    masked.wk = typed.wk;
+    masked.wv = typed.wv;
+    masked.wo = typed.wo;
+    const std::size_t t_all = 24;
+    const auto rows = shaped::randn<double, B, Td, C>(gen, Td{t_all});
+    const auto full = shaped::nn::causal_self_attention(typed, rows);
+    ref::require_close(ref::values(shaped::nn::causal_self_attention(masked, rows)), ref::values(full), 1e-12);
+    // Its cache is the windowed layer's ring (a KVCache would be a compile error).
+    decode_ragged_steps(gen, rows, full, {{7, 3}, {1, 1}, {0, 1}, {2, 6}, {5, 0}, {1, 1}, {3, 2}, {1, 0}, {1, 1}},
+                        [&](const auto& x, Ring& ring, const Ring::lengths_type& counts) {
+                            return shaped::nn::causal_self_attention(masked, x, ring, counts);
+                        });
+    // Trained, the same gradients through the fused backward.
+    const auto loss = [&rows](const auto& layer, const auto& x) {
+        return eval(sum(shaped::nn::causal_self_attention(layer, x) * rows));
+    };
+    const auto [typed_loss, typed_grads] = shaped::train::value_and_grad(loss, typed, rows);
+    const auto [masked_loss, masked_grads] = shaped::train::value_and_grad(loss, masked, rows);
+    REQUIRE(masked_loss == Approx(typed_loss).epsilon(1e-12));
+    std::vector<double> typed_values, masked_values;
+    shaped::train::for_each_gradient(typed, typed_grads, [&](std::string_view, auto&, auto& g) {
+        typed_values.insert(typed_values.end(), g.data(), g.data() + g.size());
+    });
+    shaped::train::for_each_gradient(masked, masked_grads, [&](std::string_view, auto&, auto& g) {
+        masked_values.insert(masked_values.end(), g.data(), g.data() + g.size());
+    });
+    REQUIRE(typed_values.size() == masked_values.size());
+    ref::require_close(masked_values, typed_values, 1e-12);
 }

@@ -1,8 +1,8 @@
 // A user's attention layer with score and mask modifiers, as written from the guide: nanoGPT's
 // attention (heads borrowed from nn::MultiHeadAttention) with a learned relative bias (a table of
 // 5 distance buckets per head, distances clamped), ALiBi and soft-capping, each switched on or off
-// by a template argument, and its keys chosen causally, by documents of 3 positions, or as a
-// prefix-LM of 4. tests/unit/attention_modifiers_test.cpp
+// by a template argument, and its keys chosen causally, by documents of 3 positions, as a
+// prefix-LM of 4, or by documents within a window of 2. tests/unit/attention_modifiers_test.cpp
 // checks its gradients against central differences; tests/parity/attention_variants_parity_test.cpp
 // against PyTorch's autograd (make_fixtures.py's variant_attention).
 #pragma once
@@ -31,9 +31,10 @@ struct clamp_to_buckets {
 struct three_per_document {
     int operator()(std::size_t, std::size_t position) const { return static_cast<int>(position / 3); }
 };
-// Which keys a query sees: its past (causal), its past in its own document of 3 positions, or
-// the first 4 positions whole and its past after them (a prefix-LM, which replaces causality).
-enum class keys { causal, documents, prefix };
+// Which keys a query sees: its past (causal), its past in its own document of 3 positions, the
+// first 4 positions whole and its past after them (a prefix-LM, which replaces causality), or
+// its own document's within a sliding window of 2 (the window one more mask).
+enum class keys { causal, documents, prefix, windowed_documents };
 template <bool Learned, bool Capped, keys Keys>
 struct VariantAttention : shaped::nn::causal_layer<VariantAttention<Learned, Capped, Keys>> {
     using value_type = double;
@@ -61,6 +62,8 @@ struct VariantAttention : shaped::nn::causal_layer<VariantAttention<Learned, Cap
     auto mask_mod() const {
         if constexpr (Keys == keys::documents) return shaped::nn::same_document<three_per_document>{&documents};
         else if constexpr (Keys == keys::prefix) return shaped::nn::prefix_lm{4};
+        else if constexpr (Keys == keys::windowed_documents)
+            return shaped::and_masks(shaped::window<2>{}, shaped::nn::same_document<three_per_document>{&documents});
         else return shaped::keep_every_key{};
     }
     template <class X>

@@ -12,8 +12,9 @@
 // causal_attention(q, k, v, scale, window<W>{}) is the same with a sliding window of W
 // positions: a query sees its own position and the W - 1 before it, and no earlier ones.
 //
-// causal_attention(q, k, v, scale, [window<W>{},] attention_modifiers{score, keeps}) modifies
-// each score and masks keys further (expr/attention_modifiers.hpp), in the same fused kernel.
+// causal_attention(q, k, v, scale, attention_modifiers{score, keeps}) modifies each score and
+// masks keys further (expr/attention_modifiers.hpp), in the same fused kernel; a window is one
+// such mask, alone or with others: attention_modifiers{score, and_masks(window<W>{}, keeps)}.
 
 #include <shaped/expr/attention_modifiers.hpp>
 #include <shaped/expr/matmul.hpp>
@@ -147,9 +148,11 @@ consteval auto causal_attention_misfit() {
 template <class Q, class K, class V>
 using causal_attention_misfit_t = typename decltype(causal_attention_misfit<Q, K, V>())::type;
 
+// The node of attention under modifiers: a window in the mask is attended as the band it is
+// (the node's window), and what is left of the mask and the score modifier (nothing, for a
+// window alone: the plain node) through the kernel's modifier calls.
 template <class Q, class K, class V, class S, class Score, class Mask>
-auto modified_attention(Q&& q, K&& k, V&& v, S scale, std::optional<std::size_t> window,
-                        attention_modifiers<Score, Mask> modifiers) {
+auto modified_attention(Q&& q, K&& k, V&& v, S scale, attention_modifiers<Score, Mask> modifiers) {
     using T = value_type_of<Q>;
     static_assert(std::is_same_v<T, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
                   "shaped::causal_attention: q, k and v must have one element type");
@@ -159,9 +162,20 @@ auto modified_attention(Q&& q, K&& k, V&& v, S scale, std::optional<std::size_t>
     static_assert(key_mask<Mask>,
                   "shaped::causal_attention: a mask is called as keeps(batch_index, head_index, query_position, "
                   "key_position) and returns whether the query sees the key, a bool");
-    using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>, attention_modifiers<Score, Mask>>;
-    return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<T>(scale), window,
-                std::move(modifiers));
+    constexpr std::size_t W = window_in<Mask>;  // masks_and holds no window under a non-causal mask
+    const std::optional<std::size_t> window = W == 0 ? std::nullopt : std::optional<std::size_t>(W);
+    auto rest = without_window(modifiers.keeps);
+    using Rest = decltype(rest);
+    if constexpr (std::is_same_v<Score, unmodified_scores> && std::is_same_v<Rest, keep_every_key>) {
+        using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;
+        return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<T>(scale), window);
+    } else {
+        using Mods = attention_modifiers<Score, Rest>;
+        using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>, Mods>;
+        return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<T>(scale), window,
+                    Mods{std::move(modifiers.score), std::move(rest), modifiers.heads, modifiers.batch_origin,
+                         modifiers.key_origin});
+    }
 }
 }  // namespace detail
 
@@ -182,15 +196,12 @@ template <class Q, class K, class V, Scalar S>
     requires any_failed<Q, K, V>
 failed causal_attention(Q&&, K&&, V&&, S);
 
-// With a sliding window of W positions.
+// With a sliding window of W positions: the window as the mask, no score modifier.
 template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W>
     requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
-auto causal_attention(Q&& q, K&& k, V&& v, S scale, window<W>) {
-    static_assert(std::is_same_v<value_type_of<Q>, value_type_of<K>> && std::is_same_v<value_type_of<K>, value_type_of<V>>,
-                  "shaped::causal_attention: q, k and v must have one element type");
-    using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;
-    return node(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), static_cast<typename node::value_type>(scale),
-                W);
+auto causal_attention(Q&& q, K&& k, V&& v, S scale, window<W> mask) {
+    return detail::modified_attention(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), scale,
+                                      attention_modifiers<unmodified_scores, window<W>>{{}, mask});
 }
 template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W>
     requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
@@ -199,13 +210,13 @@ template <class Q, class K, class V, Scalar S, std::size_t W>
     requires any_failed<Q, K, V>
 failed causal_attention(Q&&, K&&, V&&, S, window<W>);
 
-// With score and mask modifiers, and with a sliding window too. Modifiers of the wrong signature
-// are one error naming what the kernel calls them with.
+// With score and mask modifiers (a window among them: and_masks(window<W>{}, keeps)). Modifiers of
+// the wrong signature are one error naming what the kernel calls them with.
 template <Expression Q, Expression K, Expression V, Scalar S, class Score, class Mask>
     requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
 auto causal_attention(Q&& q, K&& k, V&& v, S scale, attention_modifiers<Score, Mask> modifiers) {
     return detail::modified_attention(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), scale,
-                                      std::nullopt, std::move(modifiers));
+                                      std::move(modifiers));
 }
 template <Expression Q, Expression K, Expression V, Scalar S, class Score, class Mask>
     requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
@@ -213,20 +224,5 @@ detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S, at
 template <class Q, class K, class V, Scalar S, class Score, class Mask>
     requires any_failed<Q, K, V>
 failed causal_attention(Q&&, K&&, V&&, S, attention_modifiers<Score, Mask>);
-
-template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W, class Score, class Mask>
-    requires std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>
-auto causal_attention(Q&& q, K&& k, V&& v, S scale, window<W>, attention_modifiers<Score, Mask> modifiers) {
-    static_assert(mask_is_causal<Mask>(), "shaped::causal_attention: a window counts back from a causal diagonal; "
-                                          "a mask that replaces causality takes none");
-    return detail::modified_attention(std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), scale, W,
-                                      std::move(modifiers));
-}
-template <Expression Q, Expression K, Expression V, Scalar S, std::size_t W, class Score, class Mask>
-    requires(!std::is_void_v<detail::causal_attention_misfit_t<Q, K, V>>)
-detail::causal_attention_misfit_t<Q, K, V> causal_attention(Q&&, K&&, V&&, S, window<W>, attention_modifiers<Score, Mask>);
-template <class Q, class K, class V, Scalar S, std::size_t W, class Score, class Mask>
-    requires any_failed<Q, K, V>
-failed causal_attention(Q&&, K&&, V&&, S, window<W>, attention_modifiers<Score, Mask>);
 
 }  // namespace shaped

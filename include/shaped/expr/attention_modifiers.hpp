@@ -5,18 +5,22 @@
 //
 //   score(s, b, h, q, kv) -> T      the score of query q for key kv, s = q . k * scale on entry
 //                                   (ALiBi: s - slope(h) * (q - kv); soft-capping c tanh(s / c))
-//   keeps(b, h, q, kv)    -> bool   whether q sees kv at all, on top of causality and any window
-//                                   (a document mask, a prefix-LM); a key block no query of a
-//                                   block keeps is skipped, never computed
+//   keeps(b, h, q, kv)    -> bool   whether q sees kv at all, on top of causality (a sliding
+//                                   window<W>, a document mask, a prefix-LM; and_masks(...) of
+//                                   several); a key block no query of a block keeps is skipped,
+//                                   never computed, and a window is attended as the band it is
 //
 // Each coordinate has a type of its own, so that a modifier that swaps the query and the key, or
 // the batch row and the head, is a compile error rather than a wrong number. Positions are
 // absolute: a decoding step's query is at its place in the sequence, not at 0.
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 
 namespace shaped {
@@ -119,6 +123,10 @@ struct keep_every_key {
     constexpr bool operator()(batch_index, head_index, query_position, key_position) const { return true; }
 };
 
+// A sliding window of W positions, a mask (expr/window.hpp).
+template <std::size_t W>
+struct window;
+
 // How many of a block's query-key pairs a mask keeps. A mask may answer for a whole block at once,
 // block(b, h, q0, q1, k0, k1) for queries [q0, q1) and keys [k0, k1) (nn::same_document does, in
 // O(block) rather than O(block^2)); otherwise the kernel asks keeps() pair by pair until it knows.
@@ -130,6 +138,111 @@ template <class Mask>
 consteval bool mask_is_causal() {
     if constexpr (requires { Mask::causal; }) return Mask::causal;
     else return true;
+}
+
+// A mask that answers for a block of queries and keys at once.
+template <class Mask>
+concept answers_blocks = requires(const Mask& mask, batch_index b, head_index h, query_position q, key_position kv) {
+    { mask.block(b, h, q, q, kv, kv) } -> std::same_as<keys_kept>;
+};
+
+// Masks that each keep a key, all of them at once (FlexAttention's and_masks): a window and a
+// document mask, say. A key block is skipped when one of them keeps none of it.
+template <class M>
+inline constexpr bool is_window = false;
+template <std::size_t W>
+inline constexpr bool is_window<window<W>> = true;
+
+template <class... Masks>
+struct masks_and {
+    std::tuple<Masks...> masks;
+    // Causality holds unless one of them replaces it (a prefix-LM).
+    static constexpr bool causal = (mask_is_causal<Masks>() && ...);
+    constexpr bool operator()(batch_index b, head_index h, query_position q, key_position kv) const {
+        return std::apply([&](const auto&... mask) { return (mask(b, h, q, kv) && ...); }, masks);
+    }
+    // A block at once where each of them answers for blocks (else the kernel asks pair by pair).
+    keys_kept block(batch_index b, head_index h, query_position q0, query_position q1, key_position k0,
+                    key_position k1) const
+        requires(answers_blocks<Masks> && ...)
+    {
+        const auto kept = std::apply([&](const auto&... mask) { return std::array{mask.block(b, h, q0, q1, k0, k1)...}; },
+                                     masks);
+        if (std::ranges::find(kept, keys_kept::none) != kept.end()) return keys_kept::none;
+        return std::ranges::all_of(kept, [](keys_kept k) { return k == keys_kept::all; }) ? keys_kept::all
+                                                                                          : keys_kept::some;
+    }
+};
+
+template <class M>
+inline constexpr bool is_masks_and = false;
+template <class... Ms>
+inline constexpr bool is_masks_and<masks_and<Ms...>> = true;
+
+namespace detail {
+// The masks as one, flattened: keep_every_key parts dropped, nested conjunctions opened, one mask
+// left as itself, none as keep_every_key.
+constexpr keep_every_key conjoin() { return {}; }
+template <class M, class... Ms>
+constexpr auto conjoin(const M& mask, const Ms&... rest) {
+    if constexpr (is_masks_and<M>) {
+        return std::apply([&](const auto&... parts) { return conjoin(parts..., rest...); }, mask.masks);
+    } else {
+        const auto others = conjoin(rest...);
+        using Others = std::remove_cv_t<decltype(others)>;
+        if constexpr (std::is_same_v<M, keep_every_key>) return others;
+        else if constexpr (std::is_same_v<Others, keep_every_key>) return mask;
+        else if constexpr (is_masks_and<Others>)
+            return std::apply([&](const auto&... more) { return masks_and<M, std::remove_cvref_t<decltype(more)>...>{{mask, more...}}; },
+                              others.masks);
+        else return masks_and<M, Others>{{mask, others}};
+    }
+}
+}  // namespace detail
+
+// Whether Mask has the signature of a mask (below, key_mask).
+template <class Mask>
+concept key_mask = std::is_invocable_r_v<bool, const Mask&, batch_index, head_index, query_position, key_position>;
+
+// The window a mask holds, itself or among and_masks' parts (the narrowest, where several):
+// what the kernel attends as a band. 0 where there is none.
+template <class Mask>
+inline constexpr std::size_t window_in = 0;
+template <std::size_t W>
+inline constexpr std::size_t window_in<window<W>> = W;
+template <class... Masks>
+inline constexpr std::size_t window_in<masks_and<Masks...>> = [] {
+    std::size_t narrowest = 0;
+    for (const std::size_t w : {std::size_t{0}, window_in<Masks>...})
+        if (w != 0 && (narrowest == 0 || w < narrowest)) narrowest = w;
+    return narrowest;
+}();
+
+namespace detail {
+// A window counts back from the causal diagonal: no mask beside it may replace causality.
+template <class Mask>
+inline constexpr bool window_is_causal = window_in<Mask> == 0 || mask_is_causal<Mask>();
+}  // namespace detail
+
+// and_masks(window<W>{}, nn::same_document{&ids}): a query sees a key where every mask keeps it.
+template <class... Masks>
+constexpr auto and_masks(const Masks&... masks) {
+    static_assert((key_mask<Masks> && ...),
+                  "shaped::and_masks: a mask is called as keeps(batch_index, head_index, query_position, "
+                  "key_position) and returns whether the query sees the key, a bool");
+    static_assert(detail::window_is_causal<decltype(detail::conjoin(masks...))>,
+                  "shaped::and_masks: a window counts back from a causal diagonal; a mask that replaces causality "
+                  "takes none");
+    return detail::conjoin(masks...);
+}
+
+// What of a mask is left once its window is attended as a band: keep_every_key for a window.
+template <class Mask>
+constexpr auto without_window(const Mask& mask) {
+    if constexpr (is_window<Mask>) return keep_every_key{};
+    else if constexpr (is_masks_and<Mask>)
+        return std::apply([](const auto&... parts) { return and_masks(without_window(parts)...); }, mask.masks);
+    else return mask;
 }
 
 // A score modifier and a mask, with where the problem's first matrix, query and key lie: the
@@ -180,7 +293,4 @@ concept differentiable_score_modifier =
     requires(const Score& score, dual<T> s) {
         { score(s, batch_index{}, head_index{}, query_position{}, key_position{}) } -> std::convertible_to<dual<T>>;
     };
-template <class Mask>
-concept key_mask = std::is_invocable_r_v<bool, const Mask&, batch_index, head_index, query_position, key_position>;
-
 }  // namespace shaped

@@ -33,9 +33,11 @@ namespace shaped::kernels {
 
 inline constexpr std::size_t max_attention_batch_rank = 6;
 
-// Which keys a query sees: with causal set, query i sees key j when j <= i + diagonal; otherwise
-// every key. With a window W as well, only the last W of those: j > i + diagonal - W, so that a
-// query on the diagonal sees itself and the W - 1 keys before it (a sliding window).
+// The band of keys a query sees, what the masks that are bands (causality, shaped::window<W>)
+// come to (expr/attention.hpp); other masks are the modifiers' below. With causal set, query i
+// sees key j when j <= i + diagonal; otherwise every key. With a window W as well, only the last
+// W of those: j > i + diagonal - W, so that a query on the diagonal sees itself and the W - 1
+// keys before it (a sliding window).
 struct visibility {
     bool causal;
     long diagonal;

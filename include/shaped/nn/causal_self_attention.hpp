@@ -80,37 +80,7 @@ struct no_window {};
 
 namespace detail {
 
-// A layer's window: its window_type, or no_window for a layer that names none.
-template <class Layer>
-struct layer_window {
-    using type = no_window;
-};
-template <class Layer>
-    requires requires { typename Layer::window_type; }
-struct layer_window<Layer> {
-    using type = typename Layer::window_type;
-};
-template <class Layer>
-using layer_window_t = typename layer_window<Layer>::type;
-
-template <class W>
-inline constexpr bool is_window = false;
-template <std::size_t W>
-inline constexpr bool is_window<window<W>> = true;
-template <class Layer>
-concept windowed_layer = is_window<layer_window_t<Layer>>;
-
-// The factor a layer's scores are scaled by: its own scale(), or HS^-0.5.
-template <class Layer>
-typename Layer::value_type scale_of(const Layer& layer) {
-    if constexpr (requires { layer.scale(); }) return layer.scale();
-    else return attention_scale<typename Layer::head_size_dim, typename Layer::value_type>;
-}
-
-// A layer's score modifier and mask, as attention_modifiers; with neither, the plain kernel.
-template <class Layer>
-concept modifying_layer = requires(const Layer& layer) { layer.score_mod(); } ||
-                          requires(const Layer& layer) { layer.mask_mod(); };
+// A layer's score modifier and mask: its score_mod() and mask_mod(), or none.
 template <class Layer>
 auto score_mod_of(const Layer& layer) {
     if constexpr (requires { layer.score_mod(); }) return layer.score_mod();
@@ -121,17 +91,69 @@ auto mask_mod_of(const Layer& layer) {
     if constexpr (requires { layer.mask_mod(); }) return layer.mask_mod();
     else return keep_every_key{};
 }
-
-// What step 4 hands the kernel of a modifying layer: batch row b of the problem is the layer's
-// batch row b + batch_origin, key j its position j + key_origin; a head is one of the layer's
-// query heads.
 template <class Layer>
-auto modifiers_of(const Layer& layer, std::size_t batch_origin, std::size_t key_origin) {
+using layer_mask_mod_t = decltype(mask_mod_of(std::declval<const Layer&>()));
+
+// A layer's window: its window_type where that is a window, else the window its mask_mod()
+// holds, else no_window.
+template <class Layer>
+struct declared_window {
+    using type = no_window;
+};
+template <class Layer>
+    requires requires { typename Layer::window_type; }
+struct declared_window<Layer> {
+    using type = typename Layer::window_type;
+};
+template <class Layer, std::size_t InMask = window_in<layer_mask_mod_t<Layer>>>
+struct layer_window {
+    using type = std::conditional_t<is_window<typename declared_window<Layer>::type>, typename declared_window<Layer>::type,
+                                    window<InMask>>;
+};
+template <class Layer>
+struct layer_window<Layer, 0> {
+    using type = typename declared_window<Layer>::type;
+};
+template <class Layer>
+using layer_window_t = typename layer_window<Layer>::type;
+
+template <class Layer>
+concept windowed_layer = is_window<layer_window_t<Layer>>;
+
+// The layer's mask whole: its window and its mask_mod() together.
+template <class Layer>
+auto mask_of(const Layer& layer) {
+    if constexpr (windowed_layer<Layer>) return and_masks(layer_window_t<Layer>{}, mask_mod_of(layer));
+    else return mask_mod_of(layer);
+}
+
+// The factor a layer's scores are scaled by: its own scale(), or HS^-0.5.
+template <class Layer>
+typename Layer::value_type scale_of(const Layer& layer) {
+    if constexpr (requires { layer.scale(); }) return layer.scale();
+    else return attention_scale<typename Layer::head_size_dim, typename Layer::value_type>;
+}
+
+// What step 4 hands the kernel of a layer: its score_mod() and the mask `keeps`. Batch row b of
+// the problem is the layer's batch row b + batch_origin, key j its position j + key_origin; a
+// head is one of the layer's query heads.
+template <class Layer, class Mask>
+auto modifiers_with(const Layer& layer, Mask keeps, std::size_t batch_origin, std::size_t key_origin) {
     std::size_t heads = 1;
     if constexpr (requires { typename Layer::heads_dim; }) heads = Layer::heads_dim::extent;
-    return attention_modifiers<decltype(score_mod_of(layer)), decltype(mask_mod_of(layer))>{
-        score_mod_of(layer), mask_mod_of(layer), heads, batch_origin, key_origin};
+    return attention_modifiers<decltype(score_mod_of(layer)), Mask>{score_mod_of(layer), std::move(keeps), heads,
+                                                                     batch_origin, key_origin};
 }
+// The modifiers the kernel runs besides the layer's window, which it attends as a band.
+template <class Layer>
+auto modifiers_of(const Layer& layer, std::size_t batch_origin, std::size_t key_origin) {
+    return modifiers_with(layer, without_window(mask_mod_of(layer)), batch_origin, key_origin);
+}
+
+// A layer with modifiers beyond a window (those the kernel is told positions for).
+template <class Layer>
+concept modifying_layer = decltype(modifiers_of(std::declval<const Layer&>(), 0, 0))::modifies_scores ||
+                          decltype(modifiers_of(std::declval<const Layer&>(), 0, 0))::masks_keys;
 
 // The diagnostic of a layer's modifier of the wrong signature; void where both fit.
 template <class Layer>
@@ -261,23 +283,15 @@ auto shared_by_group(const K& k) {
     }
 }
 
-// out = causal_attention(q, k, v, scale[, the layer's window][, its modifiers]), grouped as the
+// out = causal_attention(q, k, v, scale, the layer's modifiers and whole mask), grouped as the
 // layer's heads are. q, k and v are batch rows batch_origin.. of the layer's, and k's first key
 // is at position key_origin (what a modifier is told).
 template <class Layer, class Out, class Q, class K, class V>
 void attend_heads(const Layer& layer, const Out& out, const Q& q, const K& k, const V& v, typename Layer::value_type scale,
                   std::size_t batch_origin = 0, std::size_t key_origin = 0) {
-    const auto attend = [&](const auto&... window) {
-        if constexpr (modifying_layer<Layer>)
-            grouped_queries<Layer>(out) =
-                causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale,
-                                 window..., modifiers_of(layer, batch_origin, key_origin));
-        else
-            grouped_queries<Layer>(out) = causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k),
-                                                           shared_by_group<Layer>(v), scale, window...);
-    };
-    if constexpr (windowed_layer<Layer>) attend(layer_window_t<Layer>{});
-    else attend();
+    grouped_queries<Layer>(out) =
+        causal_attention(grouped_queries<Layer>(q), shared_by_group<Layer>(k), shared_by_group<Layer>(v), scale,
+                         modifiers_with(layer, mask_of(layer), batch_origin, key_origin));
 }
 
 // Step 2 of the plain paths: the layer's encode_positions, its q and k written back where it
