@@ -447,7 +447,7 @@ TEMPLATE_TEST_CASE("nn::same_document in the kernel: blocks skipped, kept whole 
 
 // ---- a window is a mask ------------------------------------------------------------------------
 
-TEST_CASE("shaped::window as a mask: a block at once is exactly what its pairs say; with documents, soundly",
+TEST_CASE("shaped::window and shaped::causal_mask as masks: a block at once is exactly what its pairs say; with documents, soundly",
           "[attention][modifiers][sliding_window]") {
     const shaped::window<7> window;
     const document_ids ids = packed_documents(300, false);
@@ -472,12 +472,28 @@ TEST_CASE("shaped::window as a mask: a block at once is exactly what its pairs s
         if (both == shaped::keys_kept::all) REQUIRE(kept_by_both == pairs);
         if (kept_by_both == 0 && block == shaped::keys_kept::none) REQUIRE(both == shaped::keys_kept::none);
     }
+    // Causality as a mask, exactly what its pairs say too.
+    const shaped::causal_mask causal;
+    for (int trial = 0; trial < 2000; ++trial) {
+        const std::size_t q0 = rng() % 300, k0 = rng() % 300;
+        const std::size_t q1 = std::min<std::size_t>(300, q0 + 1 + rng() % 16), k1 = std::min<std::size_t>(300, k0 + 1 + rng() % 16);
+        std::size_t kept = 0;
+        for (std::size_t i = q0; i < q1; ++i)
+            for (std::size_t j = k0; j < k1; ++j) kept += causal({0}, {0}, {i}, {j});
+        const auto block = causal.block({0}, {0}, {q0}, {q1}, {k0}, {k1});
+        CAPTURE(q0, q1, k0, k1, kept);
+        REQUIRE((block == shaped::keys_kept::none) == (kept == 0));
+        REQUIRE((block == shaped::keys_kept::all) == (kept == (q1 - q0) * (k1 - k0)));
+    }
     // and_masks flattens: one mask left is itself, none is every key.
     STATIC_REQUIRE(std::is_same_v<decltype(shaped::and_masks(window, shaped::keep_every_key{})), shaped::window<7>>);
     STATIC_REQUIRE(std::is_same_v<decltype(shaped::and_masks()), shaped::keep_every_key>);
     STATIC_REQUIRE(shaped::window_in<decltype(shaped::and_masks(shaped::window<9>{}, windowed_documents))> == 7);
-    STATIC_REQUIRE(std::is_same_v<decltype(shaped::without_window(windowed_documents)),
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::beyond_band(windowed_documents)),
                                   shaped::nn::same_document<document_ids>>);
+    // Causality and the window are the kernel's band: nothing of them is left for the modifier calls.
+    STATIC_REQUIRE(std::is_same_v<decltype(shaped::beyond_band(shaped::and_masks(shaped::causal_mask{}, window))),
+                                  shaped::keep_every_key>);
 }
 
 namespace {
@@ -501,6 +517,9 @@ TEMPLATE_TEST_CASE("a window is a mask: as the kernel's band, as a plain mask, a
     // by pair, then the window with ALiBi and documents, whose origins place the keys later on.
     check_modified<V>(tk, tq, 16, shaped::attention_modifiers<shaped::unmodified_scores, shaped::window<5>>{});
     check_modified<V>(tk, tq, 16, shaped::attention_modifiers<shaped::unmodified_scores, five_back>{});
+    // Causality written out as a mask, with the window: the same band.
+    check_modified<V>(tk, tq, 16,
+                      shaped::attention_modifiers<shaped::unmodified_scores, shaped::masks_and<shaped::causal_mask, shaped::window<5>>>{});
     using Both = decltype(shaped::and_masks(shaped::window<5>{}, shaped::nn::same_document<document_ids>{&ids}));
     check_modified<V>(tk, tq, 8,
                       shaped::attention_modifiers<shaped::nn::alibi<NH>, Both>{

@@ -164,7 +164,7 @@ auto modified_attention(Q&& q, K&& k, V&& v, S scale, attention_modifiers<Score,
                   "key_position) and returns whether the query sees the key, a bool");
     constexpr std::size_t W = window_in<Mask>;  // masks_and holds no window under a non-causal mask
     const std::optional<std::size_t> window = W == 0 ? std::nullopt : std::optional<std::size_t>(W);
-    auto rest = without_window(modifiers.keeps);
+    auto rest = beyond_band(modifiers.keeps);
     using Rest = decltype(rest);
     if constexpr (std::is_same_v<Score, unmodified_scores> && std::is_same_v<Rest, keep_every_key>) {
         using node = attention_node<operand_t<Q&&>, operand_t<K&&>, operand_t<V&&>>;

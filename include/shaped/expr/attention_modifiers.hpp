@@ -112,6 +112,11 @@ dual<T> sqrt(dual<T> a) {
     return {r, a.slope / (T{2} * r)};
 }
 
+// How many of a block's query-key pairs a mask keeps. A mask may answer for a whole block at once,
+// block(b, h, q0, q1, k0, k1) for queries [q0, q1) and keys [k0, k1) (nn::same_document does, in
+// O(block) rather than O(block^2)); otherwise the kernel asks keeps() pair by pair until it knows.
+enum class keys_kept { none, some, all };
+
 // The modifiers' defaults: the score as computed, every key kept.
 struct unmodified_scores {
     template <class T>
@@ -123,14 +128,29 @@ struct keep_every_key {
     constexpr bool operator()(batch_index, head_index, query_position, key_position) const { return true; }
 };
 
+// Causality as a mask: a query sees its own position and those before it. Attention is causal
+// unless a mask replaces it (nn::prefix_lm), so this one adds nothing the kernel does not do:
+// and_masks(causal_mask{}, m) is m, said as FlexAttention's and_masks(causal_mask, m) says it.
+struct causal_mask {
+    constexpr bool operator()(batch_index, head_index, query_position q, key_position kv) const {
+        return kv.value <= q.value;
+    }
+    // Queries [q0, q1) against keys [k0, k1).
+    constexpr keys_kept block(batch_index, head_index, query_position q0, query_position q1, key_position k0,
+                              key_position k1) const {
+        if (q1.value <= q0.value || k1.value <= k0.value || k0.value >= q1.value) return keys_kept::none;
+        return k1.value - 1 <= q0.value ? keys_kept::all : keys_kept::some;
+    }
+};
+
 // A sliding window of W positions, a mask (expr/window.hpp).
 template <std::size_t W>
 struct window;
 
-// How many of a block's query-key pairs a mask keeps. A mask may answer for a whole block at once,
-// block(b, h, q0, q1, k0, k1) for queries [q0, q1) and keys [k0, k1) (nn::same_document does, in
-// O(block) rather than O(block^2)); otherwise the kernel asks keeps() pair by pair until it knows.
-enum class keys_kept { none, some, all };
+template <class M>
+inline constexpr bool is_window = false;
+template <std::size_t W>
+inline constexpr bool is_window<window<W>> = true;
 
 // A mask declaring `static constexpr bool causal = false` replaces causality: a prefix-LM's
 // prefix sees itself whole. Any other mask drops keys on top of causality (and a window).
@@ -148,11 +168,6 @@ concept answers_blocks = requires(const Mask& mask, batch_index b, head_index h,
 
 // Masks that each keep a key, all of them at once (FlexAttention's and_masks): a window and a
 // document mask, say. A key block is skipped when one of them keeps none of it.
-template <class M>
-inline constexpr bool is_window = false;
-template <std::size_t W>
-inline constexpr bool is_window<window<W>> = true;
-
 template <class... Masks>
 struct masks_and {
     std::tuple<Masks...> masks;
@@ -219,9 +234,13 @@ inline constexpr std::size_t window_in<masks_and<Masks...>> = [] {
 }();
 
 namespace detail {
-// A window counts back from the causal diagonal: no mask beside it may replace causality.
+// Causality and a window count from the causal diagonal: no mask beside them may replace it.
 template <class Mask>
-inline constexpr bool window_is_causal = window_in<Mask> == 0 || mask_is_causal<Mask>();
+inline constexpr bool holds_band = is_window<Mask> || std::is_same_v<Mask, causal_mask>;
+template <class... Masks>
+inline constexpr bool holds_band<masks_and<Masks...>> = (holds_band<Masks> || ...);
+template <class Mask>
+inline constexpr bool band_is_causal = !holds_band<Mask> || mask_is_causal<Mask>();
 }  // namespace detail
 
 // and_masks(window<W>{}, nn::same_document{&ids}): a query sees a key where every mask keeps it.
@@ -230,18 +249,19 @@ constexpr auto and_masks(const Masks&... masks) {
     static_assert((key_mask<Masks> && ...),
                   "shaped::and_masks: a mask is called as keeps(batch_index, head_index, query_position, "
                   "key_position) and returns whether the query sees the key, a bool");
-    static_assert(detail::window_is_causal<decltype(detail::conjoin(masks...))>,
-                  "shaped::and_masks: a window counts back from a causal diagonal; a mask that replaces causality "
-                  "takes none");
+    static_assert(detail::band_is_causal<decltype(detail::conjoin(masks...))>,
+                  "shaped::and_masks: causality and a window count from the causal diagonal; a mask that replaces "
+                  "causality takes neither");
     return detail::conjoin(masks...);
 }
 
-// What of a mask is left once its window is attended as a band: keep_every_key for a window.
+// What of a mask is left once the kernel attends its band (causality and its window): nothing
+// (keep_every_key) for causal_mask or a window alone.
 template <class Mask>
-constexpr auto without_window(const Mask& mask) {
-    if constexpr (is_window<Mask>) return keep_every_key{};
+constexpr auto beyond_band(const Mask& mask) {
+    if constexpr (is_window<Mask> || std::is_same_v<Mask, causal_mask>) return keep_every_key{};
     else if constexpr (is_masks_and<Mask>)
-        return std::apply([](const auto&... parts) { return and_masks(without_window(parts)...); }, mask.masks);
+        return std::apply([](const auto&... parts) { return and_masks(beyond_band(parts)...); }, mask.masks);
     else return mask;
 }
 

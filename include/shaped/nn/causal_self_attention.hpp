@@ -147,7 +147,7 @@ auto modifiers_with(const Layer& layer, Mask keeps, std::size_t batch_origin, st
 // The modifiers the kernel runs besides the layer's window, which it attends as a band.
 template <class Layer>
 auto modifiers_of(const Layer& layer, std::size_t batch_origin, std::size_t key_origin) {
-    return modifiers_with(layer, without_window(mask_mod_of(layer)), batch_origin, key_origin);
+    return modifiers_with(layer, beyond_band(mask_mod_of(layer)), batch_origin, key_origin);
 }
 
 // A layer with modifiers beyond a window (those the kernel is told positions for).
