@@ -1,6 +1,6 @@
 // Rule: a window counts back from the causal diagonal, so it cannot stand with a mask that
 // replaces causality (a prefix-LM's prefix sees keys after its queries): one error saying so.
-// expect-error: shaped::and_masks: causality and a window count from the causal diagonal; a mask that replaces causality takes neither
+// expect-error: shaped::and_masks: causality and a window count from the causal diagonal, so a mask that replaces causality takes neither
 #include <shaped/shaped.hpp>
 
 using T = shaped::dim<"T", 6>;

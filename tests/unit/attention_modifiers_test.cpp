@@ -447,7 +447,7 @@ TEMPLATE_TEST_CASE("nn::same_document in the kernel: blocks skipped, kept whole 
 
 // ---- a window is a mask ------------------------------------------------------------------------
 
-TEST_CASE("shaped::window and shaped::causal_mask as masks: a block at once is exactly what its pairs say; with documents, soundly",
+TEST_CASE("shaped::window and shaped::causal_mask as masks: a block at once is exactly what its pairs say (and with documents, soundly)",
           "[attention][modifiers][sliding_window]") {
     const shaped::window<7> window;
     const document_ids ids = packed_documents(300, false);

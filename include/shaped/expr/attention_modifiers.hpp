@@ -250,7 +250,7 @@ constexpr auto and_masks(const Masks&... masks) {
                   "shaped::and_masks: a mask is called as keeps(batch_index, head_index, query_position, "
                   "key_position) and returns whether the query sees the key, a bool");
     static_assert(detail::band_is_causal<decltype(detail::conjoin(masks...))>,
-                  "shaped::and_masks: causality and a window count from the causal diagonal; a mask that replaces "
+                  "shaped::and_masks: causality and a window count from the causal diagonal, so a mask that replaces "
                   "causality takes neither");
     return detail::conjoin(masks...);
 }
