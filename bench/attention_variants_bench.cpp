@@ -3,7 +3,8 @@
 // mask of 4 documents of 256 positions (key blocks outside a query's document are skipped, so
 // its work is about a quarter of causal attention's). Forward (kernels::attention) and backward
 // (kernels::attention_backward, from the forward's out and log-sum-exp, outside the timing).
-// The modifiers are nn/attention_modifiers.hpp's, run as a layer runs them.
+// The modifiers are nn/attention_modifiers.hpp's, run as a layer runs them, and ALiBi once more as
+// a user writes it, score by score (alibi_scalar: how far a modifier without a row() falls behind).
 //
 // Before timing, each variant's forward output is checked against a dense reference (scores,
 // modifier, mask, softmax, values: one head, in double). bench/torch_reference.py's cases of the
@@ -12,6 +13,7 @@
 
 #include <shaped/shaped.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <limits>
@@ -27,7 +29,22 @@ struct by_document_ids {
     int operator()(std::size_t, std::size_t position) const { return static_cast<int>(position / (t / documents)); }
 };
 
+// ALiBi as a user writes it from the guide, over any score type (its derivative over dual
+// numbers) and without a row(): the kernel runs it score by score, a scalar loop.
+struct users_alibi {
+    std::array<double, heads> slopes = [] {
+        std::array<double, heads> s{};
+        for (std::size_t h = 0; h < heads; ++h) s[h] = std::exp2(-8.0 * static_cast<double>(h + 1) / heads);
+        return s;
+    }();
+    template <class S>
+    S operator()(S s, shaped::batch_index, shaped::head_index h, shaped::query_position q, shaped::key_position kv) const {
+        return s - slopes[h.value] * static_cast<double>(q - kv);
+    }
+};
+
 using plain = shaped::attention_modifiers<>;
+using scalar_alibi = shaped::attention_modifiers<users_alibi>;
 using alibi = shaped::attention_modifiers<shaped::nn::alibi<NH>>;
 using soft_capped = shaped::attention_modifiers<shaped::nn::soft_cap>;
 const by_document_ids document_ids{};
@@ -145,6 +162,7 @@ void register_variant(const std::string& name) {
 const bool registered = [] {
     register_variant<plain>("causal");
     register_variant<alibi>("alibi");
+    register_variant<scalar_alibi>("alibi_scalar");
     register_variant<soft_capped>("softcap");
     register_variant<documented>("documents4");
     return true;
