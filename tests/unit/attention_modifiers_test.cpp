@@ -525,3 +525,32 @@ TEMPLATE_TEST_CASE("a window is a mask: as the kernel's band, as a plain mask, a
                       shaped::attention_modifiers<shaped::nn::alibi<NH>, Both>{
                           {}, shaped::and_masks(shaped::window<5>{}, shaped::nn::same_document<document_ids>{&ids}), 0, 0, 7});
 }
+
+TEMPLATE_TEST_CASE("nn::soft_cap's rows in vectors: c tanh(s / c) to a few ulp, +-c past the cap, NaN kept",
+                   "[attention][modifiers]", float, double) {
+    using V = TestType;
+    const shaped::nn::soft_cap cap{2.0};
+    // Every row length up to three vectors (the tail as a padded vector), scores across [-40, 40].
+    for (std::size_t n = 1; n <= 3 * xsimd::batch<V>::size + 1; ++n) {
+        std::vector<V> scores(n), slopes(n), want(n);
+        for (std::size_t j = 0; j < n; ++j) scores[j] = static_cast<V>(-40.0 + 80.0 * static_cast<double>(j * 37 % 101) / 100.0);
+        scores[0] = static_cast<V>(0.001 * static_cast<double>(n));  // near 0, where tanh is s / c
+        for (std::size_t j = 0; j < n; ++j) want[j] = static_cast<V>(2.0 * std::tanh(static_cast<double>(scores[j]) / 2.0));
+        std::vector<V> with_slopes = scores;
+        cap.row(scores.data(), n, {0}, {0}, {0}, {0});
+        cap.row_with_slopes(with_slopes.data(), slopes.data(), n, {0}, {0}, {0}, {0});
+        for (std::size_t j = 0; j < n; ++j) {
+            CAPTURE(n, j, want[j]);
+            REQUIRE(scores[j] == Approx(want[j]).margin(std::is_same_v<V, float> ? 1e-6 : 1e-14));
+            REQUIRE(with_slopes[j] == scores[j]);
+            const double t = static_cast<double>(scores[j]) / 2.0;
+            REQUIRE(slopes[j] == Approx(1.0 - t * t).margin(std::is_same_v<V, float> ? 1e-6 : 1e-14));
+        }
+    }
+    std::vector<V> odd{std::numeric_limits<V>::quiet_NaN(), std::numeric_limits<V>::infinity(),
+                       -std::numeric_limits<V>::infinity()};
+    cap.row(odd.data(), odd.size(), {0}, {0}, {0}, {0});
+    REQUIRE(std::isnan(odd[0]));
+    REQUIRE(odd[1] == V{2});
+    REQUIRE(odd[2] == V{-2});
+}
