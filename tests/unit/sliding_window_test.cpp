@@ -367,10 +367,7 @@ TEST_CASE("a window in a layer's mask is its window: the ring, the decode and th
     shaped::Generator gen(17);
     ModifiedWindowed typed(gen);
     MaskWindowed masked;
-    masked.wq = typed.wq;
-    masked.wk = typed.wk;
-    masked.wv = typed.wv;
-    masked.wo = typed.wo;
+    static_cast<Unwindowed&>(masked) = without_window(typed);  // the same parameters
     const std::size_t t_all = 24;
     const auto rows = shaped::randn<double, B, Td, C>(gen, Td{t_all});
     const auto full = shaped::nn::causal_self_attention(typed, rows);
