@@ -259,9 +259,9 @@ constexpr auto and_masks(const Masks&... masks) {
 // (keep_every_key) for causal_mask or a window alone.
 template <class Mask>
 constexpr auto beyond_band(const Mask& mask) {
-    if constexpr (is_window<Mask> || std::is_same_v<Mask, causal_mask>) return keep_every_key{};
-    else if constexpr (is_masks_and<Mask>)
+    if constexpr (is_masks_and<Mask>)
         return std::apply([](const auto&... parts) { return and_masks(beyond_band(parts)...); }, mask.masks);
+    else if constexpr (detail::holds_band<Mask>) return keep_every_key{};
     else return mask;
 }
 
