@@ -6,6 +6,7 @@
 #include <shaped/tensor/factories.hpp>
 #include <shaped/tensor/layout.hpp>
 #include <shaped/tensor/print.hpp>
+#include <shaped/tensor/quantized.hpp>
 #include <shaped/tensor/random.hpp>
 #include <shaped/tensor/reshape.hpp>
 #include <shaped/tensor/tensor.hpp>
