@@ -6,7 +6,7 @@
 #   make test-gcc   build and test with g++ only          (build/gcc)
 #   make test-clang build and test with clang++ only      (build/clang)
 #   make asan       build and test with ASan + UBSan      (build/asan)
-#   make fuzz       fuzz the .npy, safetensors, GPT-2 and llama2.c tokenizer readers, FUZZ_SECONDS each (build/fuzz)
+#   make fuzz       fuzz the .npy, safetensors, GGUF, GPT-2 and llama2.c tokenizer readers, FUZZ_SECONDS each (build/fuzz)
 #   make bench      shaped vs hand-written vs PyTorch, one table (build/gcc/bench/results.json)
 #   make compile-times  compile time and peak memory of the contract programs, examples and user programs
 #   make fixtures   regenerate the PyTorch parity fixtures (needs python3-torch)
@@ -26,7 +26,7 @@ BENCH_ENV = OPENBLAS_NUM_THREADS=$(BENCH_THREADS) OMP_NUM_THREADS=$(BENCH_THREAD
 # Seconds `make fuzz` runs each fuzzer, and the fuzzers (targets of tests/fuzz, each
 # shaped_<name>_fuzz with a seed corpus tests/fuzz/corpus/<name> and a dictionary <name>.dict).
 FUZZ_SECONDS ?= 600
-FUZZERS := npy safetensors gpt2_tokenizer gpt2_config llama_checkpoint llama_tokenizer
+FUZZERS := npy safetensors gguf gpt2_tokenizer gpt2_config llama_checkpoint llama_tokenizer
 
 # Walkthrough executables that `make demo` builds and runs, in this order. Each is the name of
 # a target in examples/ and of its executable in build/gcc/examples/. Append new sections here.
