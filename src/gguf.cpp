@@ -584,6 +584,16 @@ void gguf_wrong_type(const std::filesystem::path& file, std::string_view key, st
     fail_io(context, key_label(key) + " is " + describe_type(*found) + ", expected " + std::string(expected));
 }
 
+void gguf_wrong_tensor_type(const std::string& where, ggml_type expected, ggml_type found) {
+    throw io_error("shaped::io::gguf_file::load_quantized: " + where + " is " + std::string(ggml_traits(found).name) +
+                   ", expected " + std::string(ggml_traits(expected).name));
+}
+
+void gguf_not_a_matrix(const std::string& where, std::size_t rank) {
+    throw io_error("shaped::io::gguf_file::load_quantized: " + where + " has " + std::to_string(rank) +
+                   " dims, a matrix 2");
+}
+
 void gguf_no_ggml_type(std::string_view name, dtype type) {
     fail_io("shaped::io::gguf_writer::add_tensor: ", tensor_label(name) + ": ggml has no type for " +
                                                          std::string(dtype_name(type)) + " elements");

@@ -340,6 +340,46 @@ TEST_CASE("gguf: tensors round trip, each at an aligned offset, loads reversing 
     }
 }
 
+TEST_CASE("gguf: quantized matrices are written and loaded in their blocks, their format and dims checked", "[io][gguf]") {
+    scratch_dir dir;
+    using R = shaped::dim<"R", 3>;
+    using K = shaped::dim<"K", 64>;
+    shaped::Generator gen(5);
+    const auto w = shaped::randn<float, R, K>(gen);
+    const auto q8 = shaped::quantize<shaped::q8_0>(w);
+    const auto q4 = shaped::quantize<shaped::q4_K>(shaped::randn<float, R, shaped::dim<"K", 256>>(gen));
+    io::gguf_writer out;
+    out.add_tensor("q8", q8);
+    out.add_tensor("q4", q4);
+    out.add_tensor("w", w);
+    out.save(dir / "q.gguf");
+
+    const io::gguf_file file(dir / "q.gguf");
+    CHECK(file.info("q8").type == ggml_type::q8_0);
+    CHECK(file.info("q8").ne == std::vector<std::uint64_t>{64, 3});
+    CHECK(file.info("q4").type == ggml_type::q4_K);
+    const auto loaded = file.load_quantized<shaped::q8_0, R, K>("q8");
+    const auto stored = std::as_bytes(q8.blocks()), read = std::as_bytes(loaded.blocks());
+    CHECK(std::vector<std::byte>(read.begin(), read.end()) == std::vector<std::byte>(stored.begin(), stored.end()));
+    const auto back = shaped::dequantize(loaded), expected = shaped::dequantize(q8);
+    for (std::size_t i = 0; i < back.size(); ++i) CHECK(back.data()[i] == expected.data()[i]);
+    const auto dynamic = file.load_quantized<shaped::q4_K, shaped::dim<"R">, shaped::dim<"K">>("q4");
+    CHECK(dynamic.extents() == std::array<std::size_t, 2>{3, 256});
+
+    CHECK_THROWS_WITH((file.load_quantized<shaped::q4_0, R, K>("q8")), Contains(R"(tensor "q8" is q8_0, expected q4_0)"));
+    CHECK_THROWS_WITH((file.load_quantized<shaped::q8_0, R, K>("w")), Contains("is f32, expected q8_0"));
+    CHECK_THROWS_AS((file.load_quantized<shaped::q8_0, shaped::dim<"R", 4>, K>("q8")), shaped::shape_error);
+    CHECK_THROWS_AS((file.load_quantized<shaped::q8_0, R, shaped::dim<"K", 96>>("q8")), shaped::shape_error);
+
+    // llama.cpp's gguf-py wrote this Q8_0 tensor: its first block's scale is 0.5, its first quant -16.
+    const io::gguf_file python(std::string(SHAPED_TEST_DATA_DIR) + "/gguf_py_every_type.gguf");
+    const auto attn_q = shaped::dequantize(python.load_quantized<shaped::q8_0, shaped::dim<"O">, shaped::dim<"I">>("blk.0.attn_q.weight"));
+    CHECK(attn_q.extents() == std::array<std::size_t, 2>{2, 32});
+    CHECK(attn_q(0, 0) == -8.0f);
+    CHECK_THROWS_WITH((python.load_quantized<shaped::q8_0, shaped::dim<"O">, shaped::dim<"I">>("output_norm.weight")),
+                      Contains("is f16, expected q8_0"));
+}
+
 TEST_CASE("gguf: typed getters and loads name the key or tensor, the expected and the found type", "[io][gguf]") {
     const io::gguf_file file(gguf_py_fixture);
     const auto fails = [](const auto& action) { return error_message<io::io_error>(action); };

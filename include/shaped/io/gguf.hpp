@@ -26,7 +26,9 @@
 #include <shaped/tensor/tensor.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -167,6 +169,12 @@ public:
     // the dims, else shape_error naming the file and the tensor and showing both shapes.
     template <class T, Dim... Ds>
     Tensor<T, Ds...> load(std::string_view name) const;
+    // The 2-d tensor `name` in its blocks, as a QuantizedMatrix<F, Rows, Cols> (ne = {Cols, Rows}):
+    // its ggml type must be F's (io_error naming the tensor, the expected and the found type),
+    // its shape must fit the dims (shape_error naming the file and the tensor). The blocks are
+    // copied out of the map.
+    template <StorageFormat F, Dim Rows, Dim Cols>
+    QuantizedMatrix<F, Rows, Cols> load_quantized(std::string_view name) const;
 
     // Where a message is about: `<path>: tensor "<name>"`, the name escaped.
     std::string where(std::string_view name) const;
@@ -207,7 +215,8 @@ std::optional<ggml_type> ggml_type_of(dtype type);
 //   out.add("llama.block_count", std::uint32_t{12});
 //   out.add("tokenizer.ggml.scores", shaped::io::gguf_array(std::vector<float>{0, -1.5f}));
 //   out.add_tensor("output_norm.weight", norm);       // any f32/f64/i32/i64 expression; ne reversed
-//   out.add_tensor("token_embd.weight", shaped::io::ggml_type::q8_0, {64, 512}, blocks);
+//   out.add_tensor("blk.0.attn_q.weight", shaped::quantize<shaped::q8_0>(wq));  // a QuantizedMatrix
+//   out.add_tensor("token_embd.weight", shaped::ggml_type::q8_0, {64, 512}, blocks);  // raw blocks
 //   out.save("model.gguf");
 class gguf_writer {
 public:
@@ -218,6 +227,9 @@ public:
     // The expression's values, evaluated and kept, under the ggml type of its element type.
     template <Expression E>
     void add_tensor(std::string name, const E& e);
+    // A quantized matrix's blocks under its format's ggml type, ne = {cols, rows}.
+    template <StorageFormat F, Dim Rows, Dim Cols>
+    void add_tensor(std::string name, const QuantizedMatrix<F, Rows, Cols>& matrix);
     void save(const std::filesystem::path& path) const;
 
 private:
@@ -245,6 +257,11 @@ constexpr std::size_t gguf_alternative() {
 // io_error: the value of `key` in `file` is not of the expected type (or there is none).
 [[noreturn]] void gguf_wrong_type(const std::filesystem::path& file, std::string_view key, std::string_view expected,
                                   const gguf_value* found);
+
+// io_error: the tensor (`where`) is of ggml type `found`, not the `expected` one; or has `rank`
+// dims where a matrix has 2.
+[[noreturn]] void gguf_wrong_tensor_type(const std::string& where, ggml_type expected, ggml_type found);
+[[noreturn]] void gguf_not_a_matrix(const std::string& where, std::size_t rank);
 
 // io_error: the writer's tensor `name` has elements of a type that ggml has none for.
 [[noreturn]] void gguf_no_ggml_type(std::string_view name, dtype type);
@@ -286,6 +303,27 @@ Tensor<T, Ds...> gguf_file::load(std::string_view name) const {
     return typed_tensor<T, Ds...>(stored, [&](std::span<std::byte> out) {
         std::copy(stored_bytes.begin(), stored_bytes.end(), out.begin());  // the sizes agree: dtype and shape checked
     });
+}
+
+template <StorageFormat F, Dim Rows, Dim Cols>
+QuantizedMatrix<F, Rows, Cols> gguf_file::load_quantized(std::string_view name) const {
+    const gguf_tensor_info& entry = info(name);
+    if (entry.type != F::type) detail::gguf_wrong_tensor_type(where(name), F::type, entry.type);
+    const std::vector<std::size_t> shape = entry.shape();
+    if (shape.size() != 2) detail::gguf_not_a_matrix(where(name), shape.size());
+    const std::array<std::size_t, 2> extents{shape[0], shape[1]};
+    shaped::detail::check_extents_fit("shaped::io::gguf_file::load_quantized: " + where(name), dims<Rows, Cols>{},
+                                      extents);
+    QuantizedMatrix<F, Rows, Cols> matrix(extents);
+    const std::span<const std::byte> stored = bytes(name);  // the reader checked: rows x blocks a row
+    std::memcpy(matrix.blocks().data(), stored.data(), stored.size());
+    return matrix;
+}
+
+template <StorageFormat F, Dim Rows, Dim Cols>
+void gguf_writer::add_tensor(std::string name, const QuantizedMatrix<F, Rows, Cols>& matrix) {
+    const auto blocks = std::as_bytes(matrix.blocks());
+    add_tensor(std::move(name), F::type, {matrix.cols(), matrix.rows()}, std::vector<std::byte>(blocks.begin(), blocks.end()));
 }
 
 template <Expression E>
