@@ -589,6 +589,37 @@ void gguf_wrong_tensor_type(const std::string& where, ggml_type expected, ggml_t
                    ", expected " + std::string(ggml_traits(expected).name));
 }
 
+void gguf_not_dequantizable(const std::string& where, ggml_type type) {
+    throw io_error("shaped::io::gguf_file::dequantize: " + where + " is " + std::string(ggml_traits(type).name) +
+                   ", which shaped cannot dequantize (it reads f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)");
+}
+
+namespace {
+// Rows of format F's blocks, copied out of the map a row at a time (the map's bytes are not
+// block objects), to floats.
+template <StorageFormat F>
+void dequantize_rows_of(std::span<const std::byte> bytes, std::size_t row, std::span<float> out) {
+    const std::size_t blocks = row / F::block_width, row_bytes = blocks * F::bytes_per_block;
+    std::vector<typename F::block_type> staged(blocks);
+    for (std::size_t r = 0; r * row < out.size(); ++r) {
+        std::memcpy(staged.data(), bytes.data() + r * row_bytes, row_bytes);
+        F::dequantize_row(staged, out.subspan(r * row, row));
+    }
+}
+}  // namespace
+
+bool dequantize_rows(ggml_type type, std::span<const std::byte> bytes, std::size_t row, std::span<float> out) {
+    bool known = false;
+    const auto try_format = [&]<class F>(F) {
+        if (known || type != F::type) return;
+        known = true;
+        dequantize_rows_of<F>(bytes, row, out);
+    };
+    try_format(f32{}), try_format(f16{}), try_format(bf16{}), try_format(q8_0{}), try_format(q4_0{}),
+        try_format(q4_K{}), try_format(q6_K{});
+    return known;
+}
+
 void gguf_not_a_matrix(const std::string& where, std::size_t rank) {
     throw io_error("shaped::io::gguf_file::load_quantized: " + where + " has " + std::to_string(rank) +
                    " dims, a matrix 2");

@@ -118,6 +118,32 @@ void refuse_as(const io::gguf_file& file, const io::gguf_tensor_info& tensor) {
     require(false, "load refuses an element type the tensor does not hold");
 }
 
+// dequantize<Ds...> of the tensor's rank: the dequantizers read untrusted blocks (any scale, any
+// quant bits), which must give as many floats as the tensor has elements, or io_error for a type
+// shaped has no format for.
+void dequantize_as(const io::gguf_file& file, const io::gguf_tensor_info& tensor) {
+    const auto check = [&](const auto& floats) {
+        std::size_t elements = 1;
+        for (const std::uint64_t extent : tensor.ne) elements *= static_cast<std::size_t>(extent);
+        require(floats.size() == elements, "a dequantized tensor has the tensor's elements");
+    };
+    try {
+        switch (tensor.ne.size()) {
+            case 0: check(file.dequantize<>(tensor.name)); break;
+            case 1: check(file.dequantize<A>(tensor.name)); break;
+            case 2: check(file.dequantize<A, B>(tensor.name)); break;
+            case 3: check(file.dequantize<A, B, C>(tensor.name)); break;
+            default: check(file.dequantize<A, B, C, D>(tensor.name)); break;
+        }
+    } catch (const io::io_error&) {
+        const bool dequantizable = tensor.type == shaped::ggml_type::f32 || tensor.type == shaped::ggml_type::f16 ||
+                                   tensor.type == shaped::ggml_type::bf16 || tensor.type == shaped::ggml_type::q8_0 ||
+                                   tensor.type == shaped::ggml_type::q4_0 || tensor.type == shaped::ggml_type::q4_K ||
+                                   tensor.type == shaped::ggml_type::q6_K;
+        require(!dequantizable, "dequantize refuses only a type shaped has no format for");
+    }
+}
+
 void exercise_tensor(const io::gguf_file& file, const io::gguf_tensor_info& tensor, std::span<const std::uint8_t> input) {
     require(file.contains(tensor.name) && &file.info(tensor.name) == &tensor, "info() finds every tensor of tensors()");
     require(tensor.ne.size() <= 4, "a tensor has at most 4 dims");
@@ -135,6 +161,7 @@ void exercise_tensor(const io::gguf_file& file, const io::gguf_tensor_info& tens
     else if (tensor.type == shaped::ggml_type::i32) { load_as<std::int32_t>(file, tensor); refuse_as<std::int64_t>(file, tensor); }
     else if (tensor.type == shaped::ggml_type::i64) { load_as<std::int64_t>(file, tensor); refuse_as<float>(file, tensor); }
     else refuse_as<float>(file, tensor);
+    dequantize_as(file, tensor);
 }
 
 // get<T> of the value's own type gives it; of another type, io_error.

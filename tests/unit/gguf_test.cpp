@@ -371,6 +371,16 @@ TEST_CASE("gguf: quantized matrices are written and loaded in their blocks, thei
     CHECK_THROWS_AS((file.load_quantized<shaped::q8_0, shaped::dim<"R", 4>, K>("q8")), shaped::shape_error);
     CHECK_THROWS_AS((file.load_quantized<shaped::q8_0, R, shaped::dim<"K", 96>>("q8")), shaped::shape_error);
 
+    // dequantize gives the floats of any format shaped has, with its dims; f32 as load does.
+    const auto floats = file.dequantize<R, K>("q8");
+    for (std::size_t i = 0; i < floats.size(); ++i) CHECK(floats.data()[i] == expected.data()[i]);
+    const auto q4_floats = file.dequantize<R, shaped::dim<"K">>("q4");
+    const auto q4_expected = shaped::dequantize(q4);
+    for (std::size_t i = 0; i < q4_floats.size(); ++i) CHECK(q4_floats.data()[i] == q4_expected.data()[i]);
+    const auto w_floats = file.dequantize<R, K>("w");
+    for (std::size_t i = 0; i < w.size(); ++i) CHECK(w_floats.data()[i] == w.data()[i]);
+    CHECK_THROWS_AS((file.dequantize<K, R>("q8")), shaped::shape_error);
+
     // llama.cpp's gguf-py wrote this Q8_0 tensor: its first block's scale is 0.5, its first quant -16.
     const io::gguf_file python(std::string(SHAPED_TEST_DATA_DIR) + "/gguf_py_every_type.gguf");
     const auto attn_q = shaped::dequantize(python.load_quantized<shaped::q8_0, shaped::dim<"O">, shaped::dim<"I">>("blk.0.attn_q.weight"));
@@ -378,6 +388,10 @@ TEST_CASE("gguf: quantized matrices are written and loaded in their blocks, thei
     CHECK(attn_q(0, 0) == -8.0f);
     CHECK_THROWS_WITH((python.load_quantized<shaped::q8_0, shaped::dim<"O">, shaped::dim<"I">>("output_norm.weight")),
                       Contains("is f16, expected q8_0"));
+    const auto norm = python.dequantize<shaped::dim<"C">>("output_norm.weight");  // f16: 1, -2, 0.5, 4, 8
+    CHECK(std::vector<float>(norm.data(), norm.data() + norm.size()) == std::vector<float>{1, -2, 0.5f, 4, 8});
+    CHECK_THROWS_WITH((python.dequantize<shaped::dim<"B">, shaped::dim<"T">>("blk.0.ids")),
+                      Contains(R"(tensor "blk.0.ids" is i32, which shaped cannot dequantize)"));
 }
 
 TEST_CASE("gguf: typed getters and loads name the key or tensor, the expected and the found type", "[io][gguf]") {

@@ -169,6 +169,13 @@ public:
     // the dims, else shape_error naming the file and the tensor and showing both shapes.
     template <class T, Dim... Ds>
     Tensor<T, Ds...> load(std::string_view name) const;
+    // The tensor `name` as floats, Tensor<float, Ds...>, whatever format of tensor/quantized.hpp
+    // it is stored in (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K), by ggml's dequantization: another
+    // type is an io_error naming the tensor and its type, a shape that does not fit the dims a
+    // shape_error, as load's.
+    template <Dim... Ds>
+    Tensor<float, Ds...> dequantize(std::string_view name) const;
+
     // The 2-d tensor `name` in its blocks, as a QuantizedMatrix<F, Rows, Cols> (ne = {Cols, Rows}):
     // its ggml type must be F's (io_error naming the tensor, the expected and the found type),
     // its shape must fit the dims (shape_error naming the file and the tensor). The blocks are
@@ -258,10 +265,15 @@ constexpr std::size_t gguf_alternative() {
 [[noreturn]] void gguf_wrong_type(const std::filesystem::path& file, std::string_view key, std::string_view expected,
                                   const gguf_value* found);
 
+// `bytes`, rows of `row` elements of ggml type `type`, into floats; false when tensor/quantized.hpp
+// has no format of that type.
+bool dequantize_rows(ggml_type type, std::span<const std::byte> bytes, std::size_t row, std::span<float> out);
+
 // io_error: the tensor (`where`) is of ggml type `found`, not the `expected` one; or has `rank`
 // dims where a matrix has 2.
 [[noreturn]] void gguf_wrong_tensor_type(const std::string& where, ggml_type expected, ggml_type found);
 [[noreturn]] void gguf_not_a_matrix(const std::string& where, std::size_t rank);
+[[noreturn]] void gguf_not_dequantizable(const std::string& where, ggml_type type);
 
 // io_error: the writer's tensor `name` has elements of a type that ggml has none for.
 [[noreturn]] void gguf_no_ggml_type(std::string_view name, dtype type);
@@ -302,6 +314,22 @@ Tensor<T, Ds...> gguf_file::load(std::string_view name) const {
     const std::span<const std::byte> stored_bytes = bytes(name);
     return typed_tensor<T, Ds...>(stored, [&](std::span<std::byte> out) {
         std::copy(stored_bytes.begin(), stored_bytes.end(), out.begin());  // the sizes agree: dtype and shape checked
+    });
+}
+
+template <Dim... Ds>
+Tensor<float, Ds...> gguf_file::dequantize(std::string_view name) const {
+    const gguf_tensor_info& entry = info(name);
+    const std::string context = "shaped::io::gguf_file::dequantize: " + where(name);
+    const std::span<const std::byte> stored = bytes(name);
+    const std::size_t row = entry.ne.empty() ? 1 : static_cast<std::size_t>(entry.ne[0]);
+    const std::vector<std::size_t> shape = entry.shape();
+    // Dequantized to floats, whose dtype the dims are then checked with.
+    const stored_tensor as_floats{context, ggml_traits(entry.type).name, dtype::f32, shape};
+    return typed_tensor<float, Ds...>(as_floats, [&](std::span<std::byte> out) {
+        if (!detail::dequantize_rows(entry.type, stored, row,
+                                     std::span<float>(reinterpret_cast<float*>(out.data()), out.size() / sizeof(float))))
+            detail::gguf_not_dequantizable(where(name), entry.type);
     });
 }
 
