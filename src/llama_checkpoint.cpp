@@ -101,6 +101,42 @@ std::optional<std::size_t> whole_theta(double theta) {
 
 constexpr double default_norm_eps = 1e-5, default_rope_theta = 10000.0;
 
+// GGUF's counts: llama.cpp writes uint32, another writer may use any integer type; positive.
+std::size_t gguf_count(const io::gguf_file& file, const std::string& key) {
+    const io::gguf_value& value = file.value(key);
+    const std::optional<std::uint64_t> count = std::visit(
+        [](const auto& v) -> std::optional<std::uint64_t> {
+            using V = std::remove_cvref_t<decltype(v)>;
+            if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) {
+                if (v > 0) return static_cast<std::uint64_t>(v);
+            }
+            return std::nullopt;
+        },
+        value);
+    if (!count) fail(file.path(), "\"" + key + "\" is " + io::describe_type(value) + ", not a positive integer");
+    return static_cast<std::size_t>(*count);
+}
+
+// GGUF's float32 of a config's value: eps as the 1 / N whose float it is (1e-5, not
+// 9.99999974737875e-06), theta as written; a float64 as it is.
+double gguf_number(const io::gguf_file& file, const std::string& key, double otherwise, bool inverse_of_whole) {
+    const io::gguf_value* value = file.find(key);
+    if (value == nullptr) return otherwise;
+    double number = 0;
+    if (const auto* single = std::get_if<float>(value)) {
+        number = *single;
+        const double n = std::round(inverse_of_whole ? 1.0 / number : number);
+        const double exact = inverse_of_whole ? 1.0 / n : n;
+        if (n >= 1 && static_cast<float>(exact) == *single) number = exact;
+    } else if (const auto* twice = std::get_if<double>(value)) {
+        number = *twice;
+    } else {
+        fail(file.path(), "\"" + key + "\" is " + io::describe_type(*value) + ", not a float32");
+    }
+    if (!(number > 0) || !std::isfinite(number)) fail(file.path(), "\"" + key + "\" is not a positive number");
+    return number;
+}
+
 }  // namespace
 
 llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, const fs::path& path) {
@@ -173,9 +209,42 @@ llama_checkpoint_config detail::hf_llama_config_from_json(const nlohmann::json& 
     return out;
 }
 
+llama_checkpoint_config gguf_llama_config(const io::gguf_file& file) {
+    const std::string& architecture = file.get<std::string>("general.architecture");
+    if (architecture != "llama")
+        fail(file.path(), "\"general.architecture\" is \"" + architecture + "\", not \"llama\"");
+    llama_checkpoint_config out;
+    out.dim = gguf_count(file, "llama.embedding_length");
+    out.hidden_dim = gguf_count(file, "llama.feed_forward_length");
+    out.n_layers = gguf_count(file, "llama.block_count");
+    out.n_heads = gguf_count(file, "llama.attention.head_count");
+    out.n_kv_heads = file.has_key("llama.attention.head_count_kv") ? gguf_count(file, "llama.attention.head_count_kv")
+                                                                    : out.n_heads;
+    out.seq_len = gguf_count(file, "llama.context_length");
+    const io::gguf_tensor_info& embedding = file.info("token_embd.weight");
+    if (embedding.ne.size() != 2 || embedding.ne[1] == 0)
+        fail(file.path(), "token_embd.weight is not a matrix of (dim, vocabulary) in ggml's order");
+    out.vocab_size = static_cast<std::size_t>(embedding.ne[1]);
+    // llama.cpp's llama2.c converter writes output.weight even for a tied model, as a copy of the
+    // embedding: a copy is the tied classifier.
+    if (file.contains("output.weight")) {
+        const io::gguf_tensor_info& output = file.info("output.weight");
+        const auto output_bytes = file.bytes("output.weight"), embedding_bytes = file.bytes("token_embd.weight");
+        out.tied_classifier = output.type == embedding.type && output.ne == embedding.ne &&
+                              std::equal(output_bytes.begin(), output_bytes.end(), embedding_bytes.begin(),
+                                         embedding_bytes.end());
+    }
+    out.rotary_pairing = nn::rotary_pairing::adjacent;  // llama.cpp's rope for "llama"
+    out.norm_eps = gguf_number(file, "llama.attention.layer_norm_rms_epsilon", default_norm_eps, true);
+    out.rope_theta = gguf_number(file, "llama.rope.freq_base", default_rope_theta, false);
+    check_shapes(out, file.path());
+    return out;
+}
+
 checkpoint_config read_checkpoint_config(const fs::path& path) {
     std::error_code error;
-    if (fs::is_regular_file(path, error) && path.extension() == ".bin") return read_llama_config(path);
+    if (fs::is_regular_file(path, error) && (path.extension() == ".bin" || path.extension() == ".gguf"))
+        return read_llama_config(path);
     if (!fs::is_directory(path, error)) return read_gpt_config(path);
     // One read of config.json tells the family and gives its config.
     const fs::path file = path / "config.json";
@@ -196,6 +265,7 @@ llama_checkpoint_config read_llama_config(const fs::path& path) {
         return detail::hf_llama_config_from_json(
             detail::read_config_json(context, file, [&](const std::string& problem) { fail(file, problem); }), file);
     }
+    if (path.extension() == ".gguf") return gguf_llama_config(io::gguf_file(path));
     io::detail::require_regular_file(context, path, "a llama2.c checkpoint");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
@@ -321,6 +391,29 @@ void write_hf_llama_config(const fs::path& path, const llama_checkpoint_config& 
     io::detail::temporary_file file(path, "shaped::models::save_hf_llama");
     file.write(std::as_bytes(std::span(text.data(), text.size())));
     file.commit_as(path);
+}
+
+std::string gguf_llama_name(std::string_view name) {
+    // Meta's names, as the model has them, to llama.cpp's.
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> parts{{
+        {"attention.wq.", "attn_q."},
+        {"attention.wk.", "attn_k."},
+        {"attention.wv.", "attn_v."},
+        {"attention.wo.", "attn_output."},
+        {"feed_forward.w1.", "ffn_gate."},
+        {"feed_forward.w2.", "ffn_down."},
+        {"feed_forward.w3.", "ffn_up."},
+        {"attention_norm.", "attn_norm."},
+        {"ffn_norm.", "ffn_norm."},
+    }};
+    if (name == "tok_embeddings.weight") return "token_embd.weight";
+    if (name == "norm.weight") return "output_norm.weight";
+    if (name == "output.weight") return "output.weight";
+    std::string out(name);
+    if (out.starts_with("layers.")) out.replace(0, 7, "blk.");
+    for (const auto& [meta, gguf] : parts)
+        if (const auto at = out.find(meta); at != std::string::npos) out.replace(at, meta.size(), gguf);
+    return out;
 }
 
 std::string hf_llama_name(std::string_view name) {

@@ -14,7 +14,15 @@
 //     max_position_embeddings, rms_norm_eps, rope_theta, tie_word_embeddings; at most
 //     max_config_json_bytes; rope_scaling, biases and a head_dim of its own refused) and
 //     model.safetensors ("model.layers.N.self_attn.q_proj.weight", ...). Its q and k are stored
-//     permuted for rotate_half, so it needs a config whose pairing is halves.
+//     permuted for rotate_half, so it needs a config whose pairing is halves; or
+//   - a GGUF file (llama.cpp's, `.gguf`): the `llama.*` metadata (embedding_length,
+//     feed_forward_length, block_count, attention.head_count, attention.head_count_kv,
+//     context_length, attention.layer_norm_rms_epsilon, rope.freq_base) and llama.cpp's tensor
+//     names (token_embd, blk.N.attn_q, ..., output_norm, output, when not tied). llama.cpp's
+//     rotary pairs adjacent elements, as llama2.c's does (its converters permute Hugging Face's q
+//     and k rows into that order), so the config's pairing is adjacent. Weights in any format of
+//     tensor/quantized.hpp (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K) load dequantized, by ggml's
+//     dequantization.
 //
 // Every weight must be finite, in either format (io::load_parameter's check and words). A config
 // that is not the compiled one is an io_error naming every mismatch and the line that would
@@ -30,6 +38,7 @@
 //
 //   shaped::models::save_hf_llama(model, "out/", {{"tokenizer", "bytes"}});
 
+#include <shaped/io/gguf.hpp>
 #include <shaped/io/safetensors.hpp>
 #include <shaped/models/gpt_checkpoint.hpp>
 #include <shaped/models/llama.hpp>
@@ -76,6 +85,9 @@ llama_checkpoint_config read_llama_config(const std::filesystem::path& path);
 // llama2.c's header, the file's first 28 bytes; `path` names it in messages.
 llama_checkpoint_config parse_llama2c_header(std::span<const std::byte> header, const std::filesystem::path& path);
 inline constexpr std::size_t llama2c_header_bytes = 7 * sizeof(std::int32_t);
+
+// A GGUF file's Llama config, from its `llama.*` metadata (the vocabulary from token_embd's rows).
+llama_checkpoint_config gguf_llama_config(const io::gguf_file& file);
 
 // A Hugging Face LlamaConfig's config.json text.
 llama_checkpoint_config parse_hf_llama_config(std::string_view text, const std::filesystem::path& path);
@@ -192,6 +204,35 @@ private:
     const io::safetensors_file& file_;
 };
 
+// llama.cpp's name of the model's parameter `name` in a GGUF file.
+std::string gguf_llama_name(std::string_view name);
+
+// A GGUF Llama's tensors by the model's parameter names, dequantized to floats, an
+// io::TensorSource.
+class gguf_llama_tensors {
+public:
+    explicit gguf_llama_tensors(const io::gguf_file& file) : file_(file) {}
+
+    template <class T, Dim... Ds>
+    Tensor<T, Ds...> load(std::string_view name) const {
+        static_assert(std::is_same_v<T, float>, "shaped::models::load_llama: a GGUF file's weights load as float");
+        return file_.dequantize<Ds...>(gguf_llama_name(name));
+    }
+    std::string where(std::string_view name) const { return file_.where(gguf_llama_name(name)); }
+
+private:
+    const io::gguf_file& file_;
+};
+
+template <class Config, class T>
+void load_gguf_llama(Llama<Config, T>& model, const std::filesystem::path& path) {
+    const io::gguf_file file(path);
+    const gguf_llama_tensors tensors(file);
+    nn::for_each_parameter(model, [&](std::string_view name, auto& parameter) {
+        parameter = io::load_parameter<std::remove_cvref_t<decltype(parameter)>>(tensors, name);
+    });
+}
+
 template <class Config, class T>
 void load_hf_llama(Llama<Config, T>& model, const std::filesystem::path& path) {
     const io::safetensors_file file(path / "model.safetensors");
@@ -225,6 +266,7 @@ std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path, 
         detail::throw_llama_config_mismatch(path, found, mismatches);
     auto model = std::make_unique<Llama<Config, T>>();
     if (std::filesystem::is_directory(path)) detail::load_hf_llama(*model, path);
+    else if (path.extension() == ".gguf") detail::load_gguf_llama(*model, path);
     else detail::load_llama2c(*model, path, found);
     return model;
 }
