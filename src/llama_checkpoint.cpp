@@ -393,50 +393,61 @@ void write_hf_llama_config(const fs::path& path, const llama_checkpoint_config& 
     file.commit_as(path);
 }
 
-std::string gguf_llama_name(std::string_view name) {
-    // Meta's names, as the model has them, to llama.cpp's.
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> parts{{
-        {"attention.wq.", "attn_q."},
-        {"attention.wk.", "attn_k."},
-        {"attention.wv.", "attn_v."},
-        {"attention.wo.", "attn_output."},
-        {"feed_forward.w1.", "ffn_gate."},
-        {"feed_forward.w2.", "ffn_down."},
-        {"feed_forward.w3.", "ffn_up."},
-        {"attention_norm.", "attn_norm."},
-        {"ffn_norm.", "ffn_norm."},
-    }};
-    if (name == "tok_embeddings.weight") return "token_embd.weight";
-    if (name == "norm.weight") return "output_norm.weight";
-    if (name == "output.weight") return "output.weight";
+namespace {
+
+using name_pair = std::pair<std::string_view, std::string_view>;
+
+// How another format names the parameters that have Meta's names: three whole names, the layers'
+// prefix, and the parts of a layer's names.
+struct parameter_naming {
+    std::array<name_pair, 3> whole;  // tok_embeddings.weight, norm.weight, output.weight
+    name_pair layers;                // "layers." and its replacement
+    std::array<name_pair, 9> parts;
+};
+
+std::string renamed(std::string_view name, const parameter_naming& naming) {
+    for (const auto& [meta, theirs] : naming.whole)
+        if (name == meta) return std::string(theirs);
     std::string out(name);
-    if (out.starts_with("layers.")) out.replace(0, 7, "blk.");
-    for (const auto& [meta, gguf] : parts)
-        if (const auto at = out.find(meta); at != std::string::npos) out.replace(at, meta.size(), gguf);
+    if (out.starts_with(naming.layers.first)) out.replace(0, naming.layers.first.size(), naming.layers.second);
+    for (const auto& [meta, theirs] : naming.parts)
+        if (const auto at = out.find(meta); at != std::string::npos) out.replace(at, meta.size(), theirs);
     return out;
 }
 
-std::string hf_llama_name(std::string_view name) {
-    // Meta's names, as the model has them, to Hugging Face's.
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> parts{{
-        {"attention.wq.", "self_attn.q_proj."},
-        {"attention.wk.", "self_attn.k_proj."},
-        {"attention.wv.", "self_attn.v_proj."},
-        {"attention.wo.", "self_attn.o_proj."},
-        {"feed_forward.w1.", "mlp.gate_proj."},
-        {"feed_forward.w2.", "mlp.down_proj."},
-        {"feed_forward.w3.", "mlp.up_proj."},
-        {"attention_norm.", "input_layernorm."},
-        {"ffn_norm.", "post_attention_layernorm."},
-    }};
-    if (name == "tok_embeddings.weight") return "model.embed_tokens.weight";
-    if (name == "norm.weight") return "model.norm.weight";
-    if (name == "output.weight") return "lm_head.weight";
-    std::string out = "model." + std::string(name);
-    for (const auto& [meta, hf] : parts)
-        if (const auto at = out.find(meta); at != std::string::npos) out.replace(at, meta.size(), hf);
-    return out;
-}
+constexpr parameter_naming llama_cpp_naming{
+    {{{"tok_embeddings.weight", "token_embd.weight"}, {"norm.weight", "output_norm.weight"}, {"output.weight", "output.weight"}}},
+    {"layers.", "blk."},
+    {{{"attention.wq.", "attn_q."},
+      {"attention.wk.", "attn_k."},
+      {"attention.wv.", "attn_v."},
+      {"attention.wo.", "attn_output."},
+      {"feed_forward.w1.", "ffn_gate."},
+      {"feed_forward.w2.", "ffn_down."},
+      {"feed_forward.w3.", "ffn_up."},
+      {"attention_norm.", "attn_norm."},
+      {"ffn_norm.", "ffn_norm."}}},
+};
+
+constexpr parameter_naming hugging_face_naming{
+    {{{"tok_embeddings.weight", "model.embed_tokens.weight"}, {"norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"}}},
+    {"layers.", "model.layers."},
+    {{{"attention.wq.", "self_attn.q_proj."},
+      {"attention.wk.", "self_attn.k_proj."},
+      {"attention.wv.", "self_attn.v_proj."},
+      {"attention.wo.", "self_attn.o_proj."},
+      {"feed_forward.w1.", "mlp.gate_proj."},
+      {"feed_forward.w2.", "mlp.down_proj."},
+      {"feed_forward.w3.", "mlp.up_proj."},
+      {"attention_norm.", "input_layernorm."},
+      {"ffn_norm.", "post_attention_layernorm."}}},
+};
+
+}  // namespace
+
+std::string gguf_llama_name(std::string_view name) { return renamed(name, llama_cpp_naming); }
+std::string hf_llama_name(std::string_view name) { return renamed(name, hugging_face_naming); }
 
 }  // namespace detail
 
