@@ -221,6 +221,7 @@ llama_checkpoint_config gguf_llama_config(const io::gguf_file& file) {
     out.n_kv_heads = file.has_key("llama.attention.head_count_kv") ? gguf_count(file, "llama.attention.head_count_kv")
                                                                     : out.n_heads;
     out.seq_len = gguf_count(file, "llama.context_length");
+    out.context_binds = false;
     const io::gguf_tensor_info& embedding = file.info("token_embd.weight");
     if (embedding.ne.size() != 2 || embedding.ne[1] == 0)
         fail(file.path(), "token_embd.weight is not a matrix of (dim, vocabulary) in ggml's order");
@@ -326,7 +327,7 @@ std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& 
     check("n_heads", found.n_heads, compiled.n_heads, count);
     check("n_kv_heads", found.n_kv_heads, compiled.n_kv_heads, count);
     check("vocab_size", found.vocab_size, compiled.vocab_size, count);
-    check("seq_len", found.seq_len, compiled.seq_len, count);
+    if (found.context_binds) check("seq_len", found.seq_len, compiled.seq_len, count);
     check("classifier", found.tied_classifier, compiled.tied_classifier,
           [](bool tied) { return std::string(tied ? "tied to the embedding" : "its own"); });
     check("rotary pairing", found.rotary_pairing, compiled.rotary_pairing, describe_pairing);

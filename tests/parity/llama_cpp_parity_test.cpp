@@ -29,12 +29,12 @@ namespace models = shaped::models;
 // ---- stories260K as llama.cpp's own tools wrote it (tests/parity/fixtures/llama_cpp/README.md) ---------
 namespace {
 
-// llama.cpp's llama2.c converter writes llama.context_length 128 whatever the model's: a config
-// of that context is the file's. Its 256 positions are compared over the first 128.
-constexpr std::size_t positions = 128, vocabulary = 512;
-using Stories = models::llama_config<512, positions, 5, 8, 4, 64, 172>;
+// llama.cpp's llama2.c converter writes llama.context_length 128 whatever the model's, and
+// llama.cpp runs past it: stories260k's own context, 512, reads the file, over 256 positions.
+constexpr std::size_t positions = 256, vocabulary = 512;
+using Stories = models::stories260k;
 // In llama.cpp's Q4_0 file the classifier is Q8_0 and the embedding Q4_0: two matrices.
-using StoriesUntied = models::llama_config<512, positions, 5, 8, 4, 64, 172, false>;
+using StoriesUntied = models::llama_config<512, 512, 5, 8, 4, 64, 172, false>;
 
 std::filesystem::path llama_cpp_file(const std::string& name) {
     return std::filesystem::path(SHAPED_FIXTURE_DIR) / "llama_cpp" / name;
@@ -100,6 +100,7 @@ TEST_CASE("stories260K from llama.cpp's converter: llama2.c's weights, llama.cpp
     const auto found = models::read_llama_config(llama_cpp_file("stories260K.f32.gguf"));
     CHECK(found.tied_classifier);  // the converter's output.weight is the embedding's copy
     CHECK(found.seq_len == 128);
+    CHECK_FALSE(found.context_binds);
 
     // Every weight as llama2.c's file holds it (the llama2.c path reads stories260K.bin).
     const auto bin = models::load_llama<models::stories260k>(std::filesystem::path(SHAPED_MODELS_DIR) / "stories260K.bin");
@@ -143,11 +144,11 @@ TEST_CASE("stories260K quantized by llama.cpp: shaped's runs of its Q8_0 and Q4_
     const auto q4_0 = models::load_llama<StoriesUntied>(llama_cpp_file("stories260K.q4_0.gguf"));
     const auto [ours_q4, ours_q4_top1] = divergence(f32, teacher_forced(*q4_0, ids));
     const auto [theirs_q4, theirs_q4_top1] = divergence(f32, llama_cpp_logits("stories260K.q4_0.logits.f32"));
-    // Issue 28 asks for no larger a KL and no lower a top-1 here too; on these 128 positions the
-    // float path is 0.7% further in KL (2.509 against 2.491) and 3 positions behind in top-1 (30
-    // against 33 of 128): 4-bit blocks cost a 64-wide model nearly all its agreement, and which of
-    // two roundings lands nearer is close to chance. Kept from getting worse until the fused
-    // path (quantizing activations as ggml does) is measured against it.
-    CHECK(ours_q4 <= 1.01 * theirs_q4);
-    CHECK(ours_q4_top1 >= theirs_q4_top1 - 4.0 / positions);
+    // Issue 28 asks for no larger a KL and no lower a top-1 here too. The float path is not there
+    // yet: over the 256 positions 2.172 against llama.cpp's 2.152 (0.9% more) and 77 against 81
+    // positions' top-1: 4-bit blocks cost a 64-wide model nearly all its agreement, and which of
+    // two roundings lands nearer is close to chance. Held from getting worse until the fused path
+    // (quantizing activations as ggml does) is measured against it.
+    CHECK(ours_q4 <= 1.02 * theirs_q4);
+    CHECK(ours_q4_top1 >= theirs_q4_top1 - 8.0 / positions);
 }

@@ -208,6 +208,12 @@ TEST_CASE("a GGUF Llama's metadata that is not the compiled config, or not a Lla
     CHECK_THAT(refused(with("llama.rope.freq_base", std::string("10000"))), Contains("is string, not a float32"));
     CHECK_THAT(refused(without("llama.context_length")), Contains("llama.context_length"));
     CHECK_THAT(refused(without("general.architecture")), Contains("general.architecture"));
+    // llama.context_length is the context the file was made for, not a bound on the compiled one.
+    auto shorter = small_metadata();
+    for (io::gguf_kv& kv : shorter)
+        if (kv.key == "llama.context_length") kv.value = std::uint32_t{4};
+    write_small(dir / "short.gguf", *model, shorter);
+    CHECK(models::load_llama<Small>(dir / "short.gguf")->norm.weight(0) == model->norm.weight(0));
     // Optional keys take llama.cpp's defaults: no head_count_kv is one per head (4, not 2).
     CHECK_THAT(refused(without("llama.attention.head_count_kv")),
                Contains("n_kv_heads: the checkpoint has 4, the compiled config 2"));

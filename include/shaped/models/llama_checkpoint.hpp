@@ -22,7 +22,7 @@
 //     rotary pairs adjacent elements, as llama2.c's does (its converters permute Hugging Face's q
 //     and k rows into that order), so the config's pairing is adjacent. Weights in any format of
 //     tensor/quantized.hpp (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K) load dequantized, by ggml's
-//     dequantization.
+//     dequantization. Its llama.context_length is not held against the compiled context.
 //
 // Every weight must be finite, in either format (io::load_parameter's check and words). A config
 // that is not the compiled one is an io_error naming every mismatch and the line that would
@@ -69,6 +69,10 @@ struct llama_checkpoint_config {
     nn::rotary_pairing rotary_pairing = nn::rotary_pairing::adjacent;
     double norm_eps = 1e-5;
     double rope_theta = 10000.0;
+    // Whether seq_len must be the compiled context. A GGUF's llama.context_length does not: it is
+    // the context the model was made for, which llama.cpp runs past (its llama2.c converter
+    // writes 128 whatever the model's), and no weight depends on it.
+    bool context_binds = true;
 };
 
 // The config of the checkpoint at `path`, whichever family's it is: a llama2.c .bin file's
