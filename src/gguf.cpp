@@ -599,8 +599,10 @@ namespace {
 // block objects), to floats.
 template <StorageFormat F>
 void dequantize_rows_of(std::span<const std::byte> bytes, std::size_t row, std::span<float> out) {
+    // No rows, no row buffer: a tensor of extents {huge, 0} holds no bytes to size one by.
+    if (out.empty()) return;
     const std::size_t blocks = row / F::block_width, row_bytes = blocks * F::bytes_per_block;
-    std::vector<typename F::block_type> staged(blocks);
+    std::vector<typename F::block_type> staged(blocks);  // one row, which the tensor's bytes hold
     for (std::size_t r = 0; r * row < out.size(); ++r) {
         std::memcpy(staged.data(), bytes.data() + r * row_bytes, row_bytes);
         F::dequantize_row(staged, out.subspan(r * row, row));
