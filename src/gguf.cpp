@@ -29,6 +29,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <tuple>
 
 namespace shaped::io {
 
@@ -70,13 +71,15 @@ constexpr std::array<ggml_type_traits, 43> ggml_type_table = {{
     {"nvfp4", 64, 36},    {"q1_0", 128, 18},   {"q2_0", 64, 18},
 }};
 
-// The formats shaped computes with (tensor/quantized.hpp) say their own blocks: the table agrees.
+// The formats shaped computes with (tensor/quantized.hpp): the ones dequantize reads, which say
+// their own blocks, and the table agrees with them.
+using shaped_formats = std::tuple<f32, f16, bf16, q8_0, q4_0, q4_K, q6_K>;
+
 template <StorageFormat F>
 constexpr bool table_agrees_with = ggml_type_table[static_cast<std::size_t>(F::type)].name == F::name &&
                                    ggml_type_table[static_cast<std::size_t>(F::type)].block_size == F::block_width &&
                                    ggml_type_table[static_cast<std::size_t>(F::type)].block_bytes == F::bytes_per_block;
-static_assert(table_agrees_with<f32> && table_agrees_with<f16> && table_agrees_with<bf16> && table_agrees_with<q8_0> &&
-              table_agrees_with<q4_0> && table_agrees_with<q4_K> && table_agrees_with<q6_K>);
+static_assert(std::apply([](auto... format) { return (table_agrees_with<decltype(format)> && ...); }, shaped_formats{}));
 
 std::string key_label(std::string_view key) { return "key " + quote_text(key); }
 std::string tensor_label(std::string_view name) { return "tensor " + quote_text(name); }
@@ -590,8 +593,15 @@ void gguf_wrong_tensor_type(const std::string& where, ggml_type expected, ggml_t
 }
 
 void gguf_not_dequantizable(const std::string& where, ggml_type type) {
+    const std::string readable = std::apply(
+        [](auto... format) {
+            std::string names;
+            ((names += (names.empty() ? "" : ", ") + std::string(decltype(format)::name)), ...);
+            return names;
+        },
+        shaped_formats{});
     throw io_error("shaped::io::gguf_file::dequantize: " + where + " is " + std::string(ggml_traits(type).name) +
-                   ", which shaped cannot dequantize (it reads f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)");
+                   ", which shaped cannot dequantize (it reads " + readable + ")");
 }
 
 namespace {
@@ -617,8 +627,7 @@ bool dequantize_rows(ggml_type type, std::span<const std::byte> bytes, std::size
         known = true;
         dequantize_rows_of<F>(bytes, row, out);
     };
-    try_format(f32{}), try_format(f16{}), try_format(bf16{}), try_format(q8_0{}), try_format(q4_0{}),
-        try_format(q4_K{}), try_format(q6_K{});
+    std::apply([&](auto... format) { (try_format(format), ...); }, shaped_formats{});
     return known;
 }
 
