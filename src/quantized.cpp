@@ -191,16 +191,6 @@ float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, st
     return scale;
 }
 
-// Sub-block j's 6-bit scale and min, of the 12 bytes of a block_q4_K.
-void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t* d, std::uint8_t* m) {
-    if (j < 4) {
-        *d = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *d = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
-    }
-}
 
 // ggml converts a scaled float straight to int8_t, which is undefined for a non-finite one: a
 // block of float subnormals makes it one (the scale's reciprocal overflows to infinity, the
@@ -212,6 +202,17 @@ std::int8_t float_to_int8(float v) {
 }
 
 }  // namespace
+
+// Sub-block j's 6-bit scale and min, of the 12 bytes of a block_q4_K.
+void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t* d, std::uint8_t* m) {
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
+    }
+}
 
 // ---- Q8_0 -------------------------------------------------------------------------------------
 void quantize_row_q8_0(const float* x, block_q8_0* y, std::size_t n) {

@@ -10,6 +10,7 @@
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/expr/window.hpp>
 #include <shaped/tensor/tensor.hpp>
+#include <shaped/tensor/quantized.hpp>
 #include <shaped/nn/module.hpp>
 #include <shaped/nn/kv_cache.hpp>
 #include <shaped/nn/ring_kv_cache.hpp>

@@ -12,6 +12,7 @@
 #include <shaped/kernels/lower.hpp>
 #include <shaped/kernels/matmul.hpp>
 #include <shaped/kernels/overlap.hpp>
+#include <shaped/kernels/quantized_matmul.hpp>
 #include <shaped/kernels/recognise.hpp>
 #include <shaped/kernels/rows.hpp>
 #include <shaped/kernels/strided.hpp>
@@ -43,6 +44,8 @@ template <class Target, class E, bool Upper>
 void triangle_into(Target& target, const triangle_node<E, Upper>& t);
 template <class Target, class Table, class Ids>
 void gather_into(Target& target, const gather_node<Table, Ids>& g);
+template <class Target, class X, class F, class Rows, class Cols>
+void quantized_linear_into(Target& target, const quantized_linear_node<X, F, Rows, Cols>& node);
 }  // namespace detail
 
 template <class Target, class Source>
@@ -94,6 +97,8 @@ void assign_apart(Target& target, const Source& source) {
         return detail::triangle_into(target, source);
     } else if constexpr (detail::is_gather<Source>) {
         return detail::gather_into(target, source);
+    } else if constexpr (detail::is_quantized_linear<Source>) {
+        return detail::quantized_linear_into(target, source);
     }
     if constexpr (Viewable<Source> && std::is_same_v<value_type_of<Source>, T>) {
         return detail::copy_into(target, source);
@@ -362,6 +367,24 @@ void triangle_into(Target& target, const triangle_node<E, Upper>& t) {
                     target.data()[base + static_cast<std::ptrdiff_t>(i) * strides[r - 2] +
                                   static_cast<std::ptrdiff_t>(j) * strides[r - 1]] = value_type_of<Target>{};
             }
+    }
+}
+
+// x's rows contiguous (evaluated, or copied from a strided view), then the quantized kernel
+// straight into a Tensor target; into a view's elements through a Tensor aside.
+template <class Target, class X, class F, class Rows, class Cols>
+void quantized_linear_into(Target& target, const quantized_linear_node<X, F, Rows, Cols>& node) {
+    const auto x = tensor_for<float, dims_of<X>>(node.operand());
+    const auto extents = x.extents();
+    std::size_t n = 1;
+    for (std::size_t i = 0; i + 1 < extents.size(); ++i) n *= extents[i];
+    if constexpr (Target::owns_storage && std::is_same_v<value_type_of<Target>, float>) {
+        quantized_matmul(weight_of(node.matrix()), x.data(), n, target.data());
+    } else {
+        auto aside = tensor_for<float, dims_of<Target>>(typename tensor_for<float, dims_of<Target>>::shape_type(target.extents()));
+        quantized_matmul(weight_of(node.matrix()), x.data(), n, aside.data());
+        if constexpr (std::is_same_v<value_type_of<Target>, float>) copy_into(target, aside);
+        else run_elementwise(target, aside);
     }
 }
 

@@ -3,6 +3,7 @@
 // or folded kernel runs — a matmul scaled (or not), a matmul plus a bias, the chapter's
 // attention. One recogniser each, used by every kernel that asks.
 
+#include <shaped/tensor/quantized.hpp>
 #include <shaped/tensor/view.hpp>
 
 #include <array>
@@ -37,6 +38,11 @@ template <class T>
 inline constexpr bool is_gather = false;
 template <class Table, class Ids>
 inline constexpr bool is_gather<gather_node<Table, Ids>> = true;
+
+template <class T>
+inline constexpr bool is_quantized_linear = false;
+template <class X, class F, class Rows, class Cols>
+inline constexpr bool is_quantized_linear<quantized_linear_node<X, F, Rows, Cols>> = true;
 
 template <class T>
 inline constexpr bool is_triangle = false;

@@ -1,5 +1,5 @@
 #pragma once
-// nn::GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>: Llama's attention, and with a
+// nn::GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window, Weights>: Llama's attention, and with a
 // sliding window Mistral's. NH query heads of
 // size HS share NKV key/value heads, NH / NKV query heads to a group (Ainslie et al.); NKV = NH
 // is multi-head attention, NKV = 1 multi-query attention. NH must be a multiple of NKV, checked
@@ -18,6 +18,8 @@
 // each query sees its own position and the W - 1 before it, in the full forward as in decoding.
 // Such a layer decodes with a ring of W positions, RingKVCache (B, NKV, W, HS), which goes on
 // past W positions; its cache_type<B, S> is that ring, whatever S's extent (only its name stays).
+//
+// Weights says each projection's storage format (nn::dense_weights, nn/linear.hpp).
 
 #include <shaped/nn/attention.hpp>
 #include <shaped/nn/ring_kv_cache.hpp>
@@ -30,7 +32,7 @@
 namespace shaped::nn {
 
 template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position = no_position_encoding, class T = float,
-          class Window = no_window>
+          class Window = no_window, class Weights = dense_weights>
 class GroupedQueryAttention;
 
 namespace detail {
@@ -41,8 +43,8 @@ inline constexpr bool query_heads_group = NKV::extent > 0 && NH::extent % NKV::e
 template <class Window>
 inline constexpr bool window_or_none = is_window<Window> || std::is_same_v<Window, no_window>;
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window>
-inline constexpr bool layer_keeps_rules<GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>> =
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window, class Weights>
+inline constexpr bool layer_keeps_rules<GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window, Weights>> =
     query_heads_group<NH, NKV> && window_or_none<Window>;
 
 // The cache a grouped-query layer decodes with: (B, NKV, S, HS), or with a window of W a ring of
@@ -57,8 +59,8 @@ struct grouped_query_cache<window<W>, T, B, NKV, S, HS> {
 };
 }  // namespace detail
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window>
-class GroupedQueryAttention : public causal_layer<GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>> {
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, class Position, class T, class Window, class Weights>
+class GroupedQueryAttention : public causal_layer<GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window, Weights>> {
     static_assert(detail::query_heads_group<NH, NKV>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_QUERY_GROUPS);
     static_assert(detail::window_or_none<Window>, "shaped::nn::GroupedQueryAttention: " SHAPED_RULE_LAYER_WINDOW);
 
@@ -93,10 +95,10 @@ public:
 
     // The projections, named as Meta's Attention names them: "wq.weight", ..., "wo.weight".
     BOOST_HANA_DEFINE_STRUCT(GroupedQueryAttention,
-        (Linear<C, queries_dim, false, T>, wq),
-        (Linear<C, kv_dim, false, T>, wk),
-        (Linear<C, kv_dim, false, T>, wv),
-        (Linear<queries_dim, C, false, T>, wo));
+        (Linear<C, queries_dim, false, T, typename Weights::wq>, wq),
+        (Linear<C, kv_dim, false, T, typename Weights::wk>, wk),
+        (Linear<C, kv_dim, false, T, typename Weights::wv>, wv),
+        (Linear<queries_dim, C, false, T, typename Weights::wo>, wo));
 
     // The parts causal_self_attention runs: three projections of their own, whose channels split
     // into heads, viewed (B, heads, T, HS) in place; the heads' outputs side by side in

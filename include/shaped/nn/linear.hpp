@@ -1,7 +1,14 @@
 #pragma once
-// nn::Linear<In, Out, Bias, T>: y = x @ W^T (+ b), with PyTorch's layout — weight is (Out, In) —
-// and PyTorch's default initialisation, uniform in +-1/sqrt(in_features). T is the element
-// type of the parameters (float by default; double for reference computations).
+// nn::Linear<In, Out, Bias, T, Format>: y = x @ W^T (+ b), with PyTorch's layout — weight is
+// (Out, In) — and PyTorch's default initialisation, uniform in +-1/sqrt(in_features). T is the
+// element type of the parameters (float by default; double for reference computations).
+//
+// Format is how the weight is stored (tensor/quantized.hpp): shaped::f32, the default, a plain
+// Tensor<T, Out, In>; any other format (shaped::q8_0, q4_0, q4_K, q6_K, f16, bf16) a
+// QuantizedMatrix<Format, Out, In> of float weights, which the layer multiplies by as it lies
+// (shaped::linear, kernels/quantized_matmul.hpp). The format's block width must divide In: a
+// compile error naming the format, the block width and the dim otherwise. A quantized weight is
+// for inference: it is loaded (a GGUF file's, models::load_llama) or drawn, not trained.
 
 #include <shaped/kernels.hpp>
 #include <shaped/nn/diagnostics.hpp>
@@ -22,20 +29,61 @@ inline constexpr bool last_dim_fits = [] {
 }();
 }  // namespace detail
 
-template <StaticDim In, StaticDim Out, bool Bias = true, class T = float>
+// The storage format of each weight of the Llama family's layers, by the member's name:
+// GroupedQueryAttention reads wq, wk, wv, wo; SwiGLU w1, w2, w3; models::Llama tok_embeddings
+// and output. dense_weights stores every one as a plain Tensor; a model's formats derive from it
+// and name the weights they store otherwise:
+//
+//   struct my_weights : nn::dense_weights { using w1 = shaped::q8_0; using w3 = shaped::q8_0; };
+struct dense_weights {
+    using tok_embeddings = shaped::f32;
+    using wq = shaped::f32;
+    using wk = shaped::f32;
+    using wv = shaped::f32;
+    using wo = shaped::f32;
+    using w1 = shaped::f32;
+    using w2 = shaped::f32;
+    using w3 = shaped::f32;
+    using output = shaped::f32;
+};
+
+namespace detail {
+// A weight of Rows x Cols in its format: a Tensor for f32, else a QuantizedMatrix.
+template <class Format, class T, Dim Rows, Dim Cols>
+struct stored_weight {
+    static_assert(std::is_same_v<T, float>, "shaped::nn: a quantized weight's elements are float");
+    using type = QuantizedMatrix<Format, Rows, Cols>;
+};
+template <class T, Dim Rows, Dim Cols>
+struct stored_weight<shaped::f32, T, Rows, Cols> {
+    using type = Tensor<T, Rows, Cols>;
+};
+}  // namespace detail
+
+template <StaticDim In, StaticDim Out, bool Bias = true, class T = float, StorageFormat Format = shaped::f32>
 class Linear {
 public:
     using value_type = T;
     using in_dim = In;
     using out_dim = Out;
+    using weight_format = Format;
     static constexpr bool has_bias = Bias;
+    static constexpr bool quantized = !std::is_same_v<Format, shaped::f32>;
+    using weight_type = typename detail::stored_weight<Format, T, Out, In>::type;
 
     // Parameters zero-filled, to be loaded.
     Linear() = default;
 
+    // A quantized weight is drawn in floats, then quantized.
     explicit Linear(Generator& gen) {
         const double bound = 1.0 / std::sqrt(static_cast<double>(In::extent));
-        gen.fill_uniform(weight.elements(), -bound, bound);
+        if constexpr (quantized) {
+            Tensor<float, Out, In> drawn;
+            gen.fill_uniform(drawn.elements(), -bound, bound);
+            weight = quantize<Format>(drawn);
+        } else {
+            gen.fill_uniform(weight.elements(), -bound, bound);
+        }
         if constexpr (Bias) gen.fill_uniform(bias.elements(), -bound, bound);
     }
 
@@ -45,8 +93,8 @@ public:
     template <Expression X>
         requires detail::last_dim_fits<In, X>
     auto operator()(X&& x) const {
-        if constexpr (Bias) return matmul(std::forward<X>(x), weight.mT()) + bias;
-        else return matmul(std::forward<X>(x), weight.mT());
+        if constexpr (Bias) return product(std::forward<X>(x)) + bias;
+        else return product(std::forward<X>(x));
     }
     template <Expression X>
         requires(!detail::last_dim_fits<In, X>)
@@ -59,8 +107,15 @@ public:
     // The parameters, named as in PyTorch's state_dict: "weight", then "bias" (absent without).
     using bias_type = std::conditional_t<Bias, Tensor<T, Out>, absent>;
     BOOST_HANA_DEFINE_STRUCT(Linear,
-        (Tensor<T, Out, In>, weight),
+        (weight_type, weight),
         (bias_type, bias));
+
+private:
+    template <class X>
+    auto product(X&& x) const {
+        if constexpr (quantized) return linear(std::forward<X>(x), weight);
+        else return matmul(std::forward<X>(x), weight.mT());
+    }
 };
 
 }  // namespace shaped::nn

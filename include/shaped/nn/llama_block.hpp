@@ -1,5 +1,5 @@
 #pragma once
-// nn::LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window>: one decoder layer of the Llama
+// nn::LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window, Weights>: one decoder layer of the Llama
 // family (Meta's TransformerBlock), pre-norm with RMSNorm:
 //
 //   x = x + attention(attention_norm(x))     grouped-query attention, positions encoded in it
@@ -21,17 +21,19 @@
 namespace shaped::nn {
 
 template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden,
-          class Position = no_position_encoding, class T = float, class Window = no_window>
+          class Position = no_position_encoding, class T = float, class Window = no_window, class Weights = dense_weights>
 class LlamaBlock;
 
 namespace detail {
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window>
-inline constexpr bool layer_keeps_rules<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window>> =
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window,
+          class Weights>
+inline constexpr bool layer_keeps_rules<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window, Weights>> =
     query_heads_group<NH, NKV> && window_or_none<Window>;
 }  // namespace detail
 
-template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window>
-class LlamaBlock : public causal_layer<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window>> {
+template <StaticDim C, StaticDim NH, StaticDim NKV, StaticDim HS, StaticDim Hidden, class Position, class T, class Window,
+          class Weights>
+class LlamaBlock : public causal_layer<LlamaBlock<C, NH, NKV, HS, Hidden, Position, T, Window, Weights>> {
 public:
     using value_type = T;
     using channel_dim = C;
@@ -39,8 +41,8 @@ public:
     using kv_heads_dim = NKV;
     using head_size_dim = HS;
     using window_type = Window;
-    using attention_type = GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window>;
-    using feed_forward_type = SwiGLU<C, Hidden, T>;
+    using attention_type = GroupedQueryAttention<C, NH, NKV, HS, Position, T, Window, Weights>;
+    using feed_forward_type = SwiGLU<C, Hidden, T, Weights>;
     // The cache this block decodes with, its attention's: keys and values (B, NKV, S, HS), or
     // with a window a RingKVCache.
     template <StaticDim B, StaticDim S>

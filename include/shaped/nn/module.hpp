@@ -28,6 +28,7 @@
 // writes anyway; C++20 has no reflection of its own.
 
 #include <shaped/nn/diagnostics.hpp>
+#include <shaped/tensor/quantized.hpp>
 #include <shaped/tensor/random.hpp>
 #include <shaped/tensor/tensor.hpp>
 
@@ -169,6 +170,17 @@ inline constexpr bool is_parameter = false;
 template <class T, Dim... Ds>
 inline constexpr bool is_parameter<Tensor<T, Ds...>> = (Ds::is_static && ...);
 
+// A quantized weight (tensor/quantized.hpp) is a parameter too: its slot's elements are its
+// blocks, its count the weights they hold.
+template <StorageFormat F, Dim Rows, Dim Cols>
+inline constexpr bool is_parameter<QuantizedMatrix<F, Rows, Cols>> = Rows::is_static && Cols::is_static;
+
+// The weights one stored element holds: a block's width, or 1.
+template <class P>
+inline constexpr std::size_t weights_per_element = 1;
+template <StorageFormat F, Dim Rows, Dim Cols>
+inline constexpr std::size_t weights_per_element<QuantizedMatrix<F, Rows, Cols>> = F::block_width;
+
 template <class P>
 inline constexpr bool is_stack = false;
 template <class M, std::size_t N>
@@ -232,7 +244,7 @@ consteval std::size_t count_of() {
 
 template <class P>
 consteval std::size_t bytes_of() {
-    if constexpr (is_parameter<P>) return count_of<P>() * sizeof(value_type_of<P>);
+    if constexpr (is_parameter<P>) return count_of<P>() / weights_per_element<P> * sizeof(value_type_of<P>);
     else if constexpr (std::is_same_v<P, absent>) return 0;
     else if constexpr (is_stack<P>) return P::size() * bytes_of<typename P::module_type>();
     else return over_members<P>([](auto... members) { return (bytes_of<typename decltype(members)::type>() + ... + std::size_t{0}); });
@@ -310,7 +322,9 @@ std::string describe_parameter(std::string_view name) {
     return [&]<Dim... Ds>(dims<Ds...>) {
         using shaped::detail::named_dim;
         const std::array<named_dim, sizeof...(Ds)> shape{named_dim{Ds::name.view(), Ds::extent}...};
-        return std::string(name) + " " + shaped::detail::describe_shape(shape);
+        std::string format;
+        if constexpr (requires { P::format::name; }) format = std::string(P::format::name) + " ";
+        return std::string(name) + " " + format + shaped::detail::describe_shape(shape);
     }(dims_of<P>{});
 }
 

@@ -1,18 +1,19 @@
 #pragma once
-// nn::SwiGLU<C, Hidden, T>: Llama's position-wise feed-forward (Shazeer's gated linear unit with
+// nn::SwiGLU<C, Hidden, T, Weights>: Llama's position-wise feed-forward (Shazeer's gated linear unit with
 // SiLU), Meta's FeedForward:
 //
 //   w2(silu(w1(x)) * w3(x))     w1, w3 (Hidden, C), w2 (C, Hidden), no biases
 //
 // layer(x) runs w1 and w3 as one GEMM each, the gate in place over w1's output (one vectorised
 // pass), and w2 as one GEMM; add_to(out, x) accumulates w2's product onto a residual instead.
+// Weights says each projection's storage format (nn::dense_weights, nn/linear.hpp).
 
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/nn/linear.hpp>
 
 namespace shaped::nn {
 
-template <StaticDim C, StaticDim Hidden, class T = float>
+template <StaticDim C, StaticDim Hidden, class T = float, class Weights = dense_weights>
 class SwiGLU {
 public:
     using value_type = T;
@@ -45,14 +46,14 @@ public:
     template <class Out, class X>
     void add_to(Out& out, const X& x) const {
         const auto h = gated(x);
-        out = out + matmul(h, w2.weight.mT());
+        out = out + w2(h);
     }
 
     // The projections, named as Meta's FeedForward names them: "w1.weight", "w2.weight", "w3.weight".
     BOOST_HANA_DEFINE_STRUCT(SwiGLU,
-        (Linear<C, Hidden, false, T>, w1),
-        (Linear<Hidden, C, false, T>, w2),
-        (Linear<C, Hidden, false, T>, w3));
+        (Linear<C, Hidden, false, T, typename Weights::w1>, w1),
+        (Linear<Hidden, C, false, T, typename Weights::w2>, w2),
+        (Linear<C, Hidden, false, T, typename Weights::w3>, w3));
 
 private:
     // silu(w1(x)) * w3(x), (..., Hidden).

@@ -162,6 +162,8 @@ void half_row_to_float(const half* x, float* y, std::size_t n);
 void float_row_to_bfloat16(const float* x, bfloat16* y, std::size_t n);
 void bfloat16_row_to_float(const bfloat16* x, float* y, std::size_t n);
 void copy_float_row(const float* x, float* y, std::size_t n);
+// Sub-block j's 6-bit scale and min, of the 12 bytes of a block_q4_K (ggml's get_scale_min_k4).
+void get_scale_min_k4(int j, const std::uint8_t* q, std::uint8_t* d, std::uint8_t* m);
 
 // The run-time checks of a row's conversion: its length a multiple of the block width, its blocks
 // as many as it needs.
@@ -288,6 +290,9 @@ class QuantizedMatrix {
 public:
     using format = F;
     using block_type = typename F::block_type;
+    // As a module's parameter (nn/module.hpp) sees it: elements are blocks, dims the weights'.
+    using value_type = block_type;
+    using dims_type = dims<Rows, Cols>;
     using rows_dim = Rows;
     using row_dim = Cols;
     static constexpr std::size_t block_width = F::block_width;
@@ -310,6 +315,11 @@ public:
     std::array<std::size_t, 2> extents() const { return {rows_, cols_}; }
     std::size_t blocks_per_row() const { return cols_ / block_width; }
     std::size_t bytes() const { return blocks_.size() * sizeof(block_type); }
+
+    // The blocks, as a parameter's elements.
+    block_type* data() { return blocks_.data(); }
+    const block_type* data() const { return blocks_.data(); }
+    std::size_t size() const { return blocks_.size(); }
 
     std::span<block_type> blocks() { return blocks_; }
     std::span<const block_type> blocks() const { return blocks_; }
@@ -359,5 +369,48 @@ Tensor<float, Rows, Cols> dequantize(const QuantizedMatrix<F, Rows, Cols>& matri
 
 template <Failed E>
 failed dequantize(E&&);
+
+// ---- the product with a quantized matrix ------------------------------------------------------
+// linear(x, W) = x @ W^T for a quantized W (Out, In), as torch.nn.functional.linear(x, W): x
+// (..., In) -> (..., Out), lazy. It runs by the kernels of kernels/quantized_matmul.hpp, which
+// read W's blocks as they lie. W is held by reference, as a node holds a Tensor operand: it must
+// outlive the expression.
+template <class X, StorageFormat F, Dim Rows, Dim Cols>
+class quantized_linear_node : public expression_base {
+public:
+    using value_type = float;
+    using matrix_type = QuantizedMatrix<F, Rows, Cols>;
+    using dims_type = replace_at<rank_of<X> - 1, Rows, dims_of<X>>;
+    static constexpr bool owns_storage = false;
+    static constexpr std::size_t rank = dims_type::rank;
+
+    template <operand_for<X> A>
+    quantized_linear_node(A&& x, const matrix_type& matrix) : x_(std::forward<A>(x)), matrix_(&matrix) {
+        const std::size_t in = x_.extents()[rank - 1];
+        if (in != matrix.cols())
+            detail::throw_dims_do_not_meet("linear", "x's last dim must be the matrix's row dim", "x",
+                                           dim_at<rank - 1, dims_of<X>>::name.view(), in, "matrix", Cols::name.view(),
+                                           matrix.cols());
+    }
+
+    std::array<std::size_t, rank> extents() const {
+        auto e = x_.extents();
+        e[rank - 1] = matrix_->rows();
+        return e;
+    }
+    const X& operand() const { return x_; }
+    const matrix_type& matrix() const { return *matrix_; }
+
+private:
+    X x_;
+    const matrix_type* matrix_;
+};
+
+template <Expression X, StorageFormat F, Dim Rows, Dim Cols>
+    requires(std::is_same_v<value_type_of<X>, float> && rank_of<X> >= 1 &&
+             can_meet<dim_at<rank_of<X> - 1, dims_of<X>>, Cols>)
+auto linear(X&& x, const QuantizedMatrix<F, Rows, Cols>& matrix) {
+    return quantized_linear_node<operand_t<X&&>, F, Rows, Cols>(std::forward<X>(x), matrix);
+}
 
 }  // namespace shaped
