@@ -235,6 +235,17 @@ llama_checkpoint_config gguf_llama_config(const io::gguf_file& file) {
                               std::equal(output_bytes.begin(), output_bytes.end(), embedding_bytes.begin(),
                                          embedding_bytes.end());
     }
+    // Every weight's type, to be the compiled formats': llama.cpp's names, by kind.
+    constexpr std::array<std::string_view, llama_weight_kinds.size()> tensor_kinds{
+        "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"};
+    out.weight_types.push_back({"token_embd.weight", 0, embedding.type});
+    for (std::size_t layer = 0; layer < out.n_layers; ++layer)
+        for (std::size_t k = 0; k < 7; ++k) {
+            const std::string name = "blk." + std::to_string(layer) + "." + std::string(tensor_kinds[k]) + ".weight";
+            if (file.contains(name)) out.weight_types.push_back({name, k + 1, file.info(name).type});
+        }
+    if (file.contains("output.weight"))
+        out.weight_types.push_back({"output.weight", llama_weight_kinds.size() - 1, file.info("output.weight").type});
     out.rotary_pairing = nn::rotary_pairing::adjacent;  // llama.cpp's rope for "llama"
     out.norm_eps = gguf_number(file, "llama.attention.layer_norm_rms_epsilon", default_norm_eps, true);
     out.rope_theta = gguf_number(file, "llama.rope.freq_base", default_rope_theta, false);
@@ -313,7 +324,8 @@ std::vector<std::string> why_not_compilable(const llama_checkpoint_config& found
 namespace detail {
 
 std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& found,
-                                                 const llama_checkpoint_config& compiled) {
+                                                 const llama_checkpoint_config& compiled,
+                                                 const std::array<ggml_type, llama_weight_kinds.size()>& formats) {
     std::vector<std::string> out;
     const auto check = [&](std::string_view key, auto got, auto want, auto show) {
         if (got != want)
@@ -328,11 +340,25 @@ std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& 
     check("n_kv_heads", found.n_kv_heads, compiled.n_kv_heads, count);
     check("vocab_size", found.vocab_size, compiled.vocab_size, count);
     if (found.context_binds) check("seq_len", found.seq_len, compiled.seq_len, count);
-    check("classifier", found.tied_classifier, compiled.tied_classifier,
-          [](bool tied) { return std::string(tied ? "tied to the embedding" : "its own"); });
+    // A tied checkpoint loads into a model with a classifier of its own as a copy of the embedding
+    // (as llama.cpp's converter writes one, which its quantizer may store in another format); the
+    // other way, the checkpoint's classifier would be lost.
+    if (!(found.tied_classifier && !compiled.tied_classifier))
+        check("classifier", found.tied_classifier, compiled.tied_classifier,
+              [](bool tied) { return std::string(tied ? "tied to the embedding" : "its own"); });
     check("rotary pairing", found.rotary_pairing, compiled.rotary_pairing, describe_pairing);
     check("rms_norm_eps", found.norm_eps, compiled.norm_eps, number);
     check("rope_theta", found.rope_theta, compiled.rope_theta, number);
+    // A file's stored types must be the compiled formats (only a float checkpoint is quantized on
+    // loading). A classifier tied to the embedding is the embedding's.
+    for (const stored_weight_type& weight : found.weight_types) {
+        if (weight.kind == llama_weight_kinds.size() - 1 && compiled.tied_classifier) continue;
+        const ggml_type expected = formats[weight.kind];
+        if (weight.type != expected)
+            out.push_back("weights: " + weight.tensor + " is " + std::string(io::ggml_traits(weight.type).name) +
+                          ", the compiled config's " + std::string(llama_weight_kinds[weight.kind]) + " " +
+                          std::string(io::ggml_traits(expected).name));
+    }
     return out;
 }
 
@@ -343,6 +369,24 @@ void throw_llama_config_mismatch(const fs::path& path, const llama_checkpoint_co
     for (const std::string& mismatch : mismatches) message += "\n  " + mismatch;
     throw io::io_error(message);
 }
+
+struct llama2c_writer::file {
+    io::detail::temporary_file temporary;
+};
+
+llama2c_writer::llama2c_writer(const fs::path& path, const llama_checkpoint_config& config)
+    : path_(path), file_(new file{io::detail::temporary_file(path, "shaped::models::save_llama2c")}) {
+    // A shared classifier is a positive vocab_size, its own a negative one.
+    const auto count = [](std::size_t n) { return static_cast<std::int32_t>(n); };
+    const std::array<std::int32_t, 7> header{count(config.dim),        count(config.hidden_dim), count(config.n_layers),
+                                             count(config.n_heads),    count(config.n_kv_heads),
+                                             config.tied_classifier ? count(config.vocab_size) : -count(config.vocab_size),
+                                             count(config.seq_len)};
+    file_->temporary.write(std::as_bytes(std::span(header)));
+}
+llama2c_writer::~llama2c_writer() = default;
+void llama2c_writer::write(std::span<const float> floats) { file_->temporary.write(std::as_bytes(floats)); }
+void llama2c_writer::commit() { file_->temporary.commit_as(path_); }
 
 llama2c_reader::llama2c_reader(const fs::path& path, const llama_checkpoint_config& config)
     : path_(path), in_(path, std::ios::binary) {

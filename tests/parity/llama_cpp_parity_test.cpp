@@ -34,7 +34,8 @@ namespace {
 constexpr std::size_t positions = 256, vocabulary = 512;
 using Stories = models::stories260k;
 // In llama.cpp's Q4_0 file the classifier is Q8_0 and the embedding Q4_0: two matrices.
-using StoriesUntied = models::llama_config<512, 512, 5, 8, 4, 64, 172, false>;
+using StoriesQ8 = models::llama_cpp_quantized<Stories, shaped::q8_0>;
+using StoriesQ4 = models::llama_cpp_quantized<Stories, shaped::q4_0>;
 
 std::filesystem::path llama_cpp_file(const std::string& name) {
     return std::filesystem::path(SHAPED_FIXTURE_DIR) / "llama_cpp" / name;
@@ -65,6 +66,27 @@ std::vector<float> teacher_forced(const Model& model, const std::vector<models::
     std::copy(ids.begin(), ids.begin() + positions - 1, input.data() + 1);
     const auto logits = model(input);
     return {logits.data(), logits.data() + positions * vocabulary};
+}
+
+// The same positions decoded one at a time through the KV cache.
+template <class Model>
+std::vector<float> decoded(const Model& model, const std::vector<models::token_id>& ids) {
+    using T = shaped::dim<"T">;
+    typename Model::template cache_type<shaped::dim<"B", 1>> caches{};
+    std::vector<float> out;
+    for (std::size_t t = 0; t < positions; ++t) {
+        shaped::Tensor<models::token_id, shaped::dim<"B", 1>, T> step(T{1});
+        step.data()[0] = t == 0 ? 1 : ids[t - 1];
+        const auto logits = model(step, caches);
+        out.insert(out.end(), logits.data(), logits.data() + vocabulary);
+    }
+    return out;
+}
+
+double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+    return worst;
 }
 
 std::vector<double> softmax_row(const float* logits) {
@@ -129,26 +151,62 @@ TEST_CASE("stories260K from llama.cpp's converter: llama2.c's weights, llama.cpp
 
 TEST_CASE("stories260K quantized by llama.cpp: shaped's runs of its Q8_0 and Q4_0 files are at least as close to F32",
           "[llama][io][gguf][llama_cpp]") {
+    // The models keep the files' blocks (llama_cpp_quantized: Q8_0 or Q4_0, ffn w2 F16, Q4_0's
+    // classifier Q8_0) and multiply by them as they lie: teacher-forced through the dequantized
+    // tiles and GEMM, decoded one step at a time through the kernels for few rows.
     const auto ids = greedy_ids("stories260K.f32.greedy.txt");
     const auto f32 = llama_cpp_logits("stories260K.f32.logits.f32");
-    const auto q8_0 = models::load_llama<Stories>(llama_cpp_file("stories260K.q8_0.gguf"));
-    const auto [ours_q8, ours_q8_top1] = divergence(f32, teacher_forced(*q8_0, ids));
+    const auto q8_0 = models::load_llama<StoriesQ8>(llama_cpp_file("stories260K.q8_0.gguf"));
+    const auto q8_batch = teacher_forced(*q8_0, ids), q8_steps = decoded(*q8_0, ids);
+    CHECK(largest_difference(q8_batch, q8_steps) < 1e-4);
     const auto [theirs_q8, theirs_q8_top1] = divergence(f32, llama_cpp_logits("stories260K.q8_0.logits.f32"));
-    CHECK(ours_q8 <= theirs_q8);
-    CHECK(ours_q8_top1 >= theirs_q8_top1);
+    for (const auto* ours : {&q8_batch, &q8_steps}) {
+        const auto [kl, top1] = divergence(f32, *ours);
+        INFO("Q8_0: KL " << kl << " top-1 " << top1 << "; llama.cpp's KL " << theirs_q8 << " top-1 " << theirs_q8_top1);
+        CHECK(kl <= theirs_q8);
+        CHECK(top1 >= theirs_q8_top1);
+    }
 
-    // The Q4_0 file's classifier is Q8_0 while its embedding is Q4_0: an untied config reads it,
-    // and a tied one is told why not.
-    CHECK_THAT(error_message<io::io_error>([] { (void)models::load_llama<Stories>(llama_cpp_file("stories260K.q4_0.gguf")); }),
-               Contains("classifier: the checkpoint has its own"));
-    const auto q4_0 = models::load_llama<StoriesUntied>(llama_cpp_file("stories260K.q4_0.gguf"));
-    const auto [ours_q4, ours_q4_top1] = divergence(f32, teacher_forced(*q4_0, ids));
+    const auto q4_0 = models::load_llama<StoriesQ4>(llama_cpp_file("stories260K.q4_0.gguf"));
+    const auto q4_batch = teacher_forced(*q4_0, ids), q4_steps = decoded(*q4_0, ids);
+    CHECK(largest_difference(q4_batch, q4_steps) < 1e-4);
     const auto [theirs_q4, theirs_q4_top1] = divergence(f32, llama_cpp_logits("stories260K.q4_0.logits.f32"));
-    // Issue 28 asks for no larger a KL and no lower a top-1 here too. The float path is not there
-    // yet: over the 256 positions 2.172 against llama.cpp's 2.152 (0.9% more) and 77 against 81
-    // positions' top-1: 4-bit blocks cost a 64-wide model nearly all its agreement, and which of
-    // two roundings lands nearer is close to chance. Held from getting worse until the fused path
-    // (quantizing activations as ggml does) is measured against it.
-    CHECK(ours_q4 <= 1.02 * theirs_q4);
-    CHECK(ours_q4_top1 >= theirs_q4_top1 - 8.0 / positions);
+    for (const auto* ours : {&q4_batch, &q4_steps}) {
+        const auto [kl, top1] = divergence(f32, *ours);
+        INFO("Q4_0: KL " << kl << " top-1 " << top1 << "; llama.cpp's KL " << theirs_q4 << " top-1 " << theirs_q4_top1);
+        // Not met: shaped's float products over Q4_0's weights land 1% above llama.cpp's, which
+        // rounds x to Q8_0 (the 4-bit weights' error dominates both).
+        CHECK(kl <= 1.02 * theirs_q4);
+        CHECK(top1 >= theirs_q4_top1 - 8.0 / positions);
+    }
+}
+
+TEST_CASE("stories260K's GGUF types must be the compiled formats, each misfit one line naming the tensor",
+          "[llama][io][gguf][llama_cpp]") {
+    const auto dense = error_message<io::io_error>([] { (void)models::load_llama<Stories>(llama_cpp_file("stories260K.q8_0.gguf")); });
+    CHECK_THAT(dense, Contains("weights: blk.0.attn_q.weight is q8_0, the compiled config's wq f32"));
+    CHECK_THAT(dense, Contains("weights: blk.4.ffn_down.weight is f16, the compiled config's w2 f32"));
+    const auto q8 = error_message<io::io_error>([] { (void)models::load_llama<StoriesQ8>(llama_cpp_file("stories260K.q4_0.gguf")); });
+    CHECK_THAT(q8, Contains("weights: token_embd.weight is q4_0, the compiled config's tok_embeddings q8_0"));
+    CHECK_THAT(q8, Contains("classifier: the checkpoint has its own"));
+    CHECK_THAT(error_message<io::io_error>([] { (void)models::load_llama<StoriesQ4>(llama_cpp_file("stories260K.f32.gguf")); }),
+               Contains("weights: output.weight is f32, the compiled config's output q8_0"));
+}
+
+TEST_CASE("stories260K's float checkpoint quantized on loading gives llama.cpp's Q8_0 blocks byte for byte",
+          "[llama][io][gguf][llama_cpp]") {
+    const auto ours = models::load_llama<StoriesQ8>(std::filesystem::path(SHAPED_MODELS_DIR) / "stories260K.bin");
+    const auto theirs = models::load_llama<StoriesQ8>(llama_cpp_file("stories260K.q8_0.gguf"));
+    const auto a = shaped::nn::parameter_list(*ours), b = shaped::nn::parameter_list(*theirs);
+    REQUIRE(a.size() == b.size());
+    std::size_t quantized = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].name);
+        REQUIRE(a[i].element_type == b[i].element_type);
+        const auto* x = static_cast<const std::byte*>(a[i].data);
+        const auto* y = static_cast<const std::byte*>(b[i].data);
+        CHECK(std::equal(x, x + a[i].size * a[i].element_bytes, y, y + b[i].size * b[i].element_bytes));
+        quantized += a[i].element_type == typeid(shaped::block_q8_0);
+    }
+    CHECK(quantized == 1 + 5 * 6);  // the embedding, and each layer's wq, wk, wv, wo, w1, w3
 }

@@ -205,3 +205,21 @@ TEST_CASE("a Llama saved as a Hugging Face directory loads back the same, config
     round_trip(static_cast<Halves*>(nullptr), "tied");
     round_trip(static_cast<HalvesUntied*>(nullptr), "untied");
 }
+
+TEST_CASE("save_llama2c writes a file load_llama reads back weight for weight at export.py size", "[llama][io]") {
+    scratch_dir dir;
+    shaped::Generator gen(7);
+    const auto model = std::make_unique<models::Llama<TinyUntied>>(gen);
+    models::save_llama2c(*model, dir / "saved.bin");
+    const auto found = models::read_llama_config(dir / "saved.bin");
+    CHECK(models::config_mismatches<TinyUntied>(found).empty());
+    CHECK(std::filesystem::file_size(dir / "saved.bin") == 7 * 4 + (weights_floats + table_floats + 20) * 4);
+    const auto back = models::load_llama<TinyUntied>(dir / "saved.bin");
+    const auto a = shaped::nn::parameter_list(*model), b = shaped::nn::parameter_list(*back);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].name);
+        const auto x = a[i].elements<float>(), y = b[i].elements<float>();
+        CHECK(std::equal(x.begin(), x.end(), y.begin(), y.end()));
+    }
+}

@@ -58,6 +58,62 @@ using stories260k = llama_config<512, 512, 5, 8, 4, 64, 172>;
 using stories15m = llama_config<32000, 256, 6, 6, 6, 288, 768>;
 using stories110m = llama_config<32000, 1024, 12, 12, 12, 768, 2048>;
 
+namespace detail {
+// The config's weight formats (Config::weight_formats, as with_weights gives it), else dense.
+template <class Config>
+struct weight_formats_of {
+    using type = nn::dense_weights;
+};
+template <class Config>
+    requires requires { typename Config::weight_formats; }
+struct weight_formats_of<Config> {
+    using type = typename Config::weight_formats;
+};
+}  // namespace detail
+
+// A config whose weights are stored in Formats (nn::dense_weights' members, by name): the
+// model's shapes are Config's.
+template <class Config, class Formats>
+struct with_weights : Config {
+    using weight_formats = Formats;
+};
+
+// What llama.cpp's llama-quantize gives each weight for a file type of F (no importance matrix):
+// F, but a weight whose rows F's blocks do not divide falls back (to Q8_0 for a K-quant when 32
+// divides them, else to F16), and the classifier of a Q4_0 or K-quant file is Q6_K (itself
+// falling back). stories260K's ffn w2, rows of 172, is F16 in its Q8_0 and Q4_0 files. (Its
+// mixes, Q4_K_M and the like, vary a kind's format by layer, which one type per kind cannot say.)
+namespace detail {
+template <class F, std::size_t Row>
+using llama_cpp_fallback = std::conditional_t<
+    Row % F::block_width == 0, F,
+    std::conditional_t<F::block_width == qk_k && Row % 32 == 0, shaped::q8_0, shaped::f16>>;
+}  // namespace detail
+
+template <class Config, StorageFormat F>
+struct llama_cpp_weights {
+    using tok_embeddings = detail::llama_cpp_fallback<F, Config::dim>;
+    using wq = detail::llama_cpp_fallback<F, Config::dim>;
+    using wk = detail::llama_cpp_fallback<F, Config::dim>;
+    using wv = detail::llama_cpp_fallback<F, Config::dim>;
+    using wo = detail::llama_cpp_fallback<F, Config::dim>;
+    using w1 = detail::llama_cpp_fallback<F, Config::dim>;
+    using w2 = detail::llama_cpp_fallback<F, Config::hidden_dim>;
+    using w3 = detail::llama_cpp_fallback<F, Config::dim>;
+    using output = detail::llama_cpp_fallback<
+        std::conditional_t<std::is_same_v<F, shaped::q4_0> || F::block_width == qk_k, shaped::q6_K, F>, Config::dim>;
+};
+
+// Config as llama.cpp's llama-quantize writes it in F. Its converter writes a tied classifier as
+// a copy of the embedding, which the quantizer may store in another format: then the classifier
+// is its own weight.
+template <class Config, StorageFormat F>
+struct llama_cpp_quantized : with_weights<Config, llama_cpp_weights<Config, F>> {
+    static constexpr bool tied_classifier =
+        Config::tied_classifier && std::is_same_v<typename llama_cpp_weights<Config, F>::output,
+                                                  typename llama_cpp_weights<Config, F>::tok_embeddings>;
+};
+
 template <class Config, class T = float>
 class Llama : public decoder<Llama<Config, T>, Config::n_layers> {
 public:
@@ -71,10 +127,14 @@ public:
     using kv_heads_dim = dim<"NKV", Config::n_kv_heads>;
     using head_size_dim = dim<"HS", Config::dim / Config::n_heads>;
     using hidden_dim = dim<"FF", Config::hidden_dim>;
+    using weight_formats = typename detail::weight_formats_of<Config>::type;
     using position_type = nn::rotary_encoding<head_size_dim, Config::rotary_pairing>;
-    using block_type = nn::LlamaBlock<channel_dim, heads_dim, kv_heads_dim, head_size_dim, hidden_dim, position_type, T>;
+    using block_type = nn::LlamaBlock<channel_dim, heads_dim, kv_heads_dim, head_size_dim, hidden_dim, position_type, T,
+                                      nn::no_window, weight_formats>;
     using layers_type = nn::Stack<block_type, Config::n_layers>;
-    using output_type = std::conditional_t<Config::tied_classifier, nn::absent, nn::Linear<channel_dim, vocab_dim, false, T>>;
+    using output_type =
+        std::conditional_t<Config::tied_classifier, nn::absent,
+                           nn::Linear<channel_dim, vocab_dim, false, T, typename weight_formats::output>>;
     // The caches a batch of B rows decodes with, one per block, each as long as the context.
     template <StaticDim B>
     using cache_type = typename layers_type::template cache_type<B, context_dim>;
@@ -86,7 +146,7 @@ public:
     explicit Llama(Generator& gen);
 
     BOOST_HANA_DEFINE_STRUCT(Llama,
-        (nn::Embedding<vocab_dim, channel_dim, T>, tok_embeddings),
+        (nn::Embedding<vocab_dim, channel_dim, T, typename weight_formats::tok_embeddings>, tok_embeddings),
         (layers_type, layers),
         (nn::RMSNorm<channel_dim, T>, norm),
         (output_type, output));
@@ -107,7 +167,7 @@ private:
     // (..., C) -> (..., V)
     template <class X>
     auto logits(const X& x) const {
-        if constexpr (Config::tied_classifier) return eval(matmul(norm(x), tok_embeddings.weight.mT()));
+        if constexpr (Config::tied_classifier) return eval(tok_embeddings.unembed(norm(x)));
         else return eval(output(norm(x)));
     }
 };
@@ -116,6 +176,8 @@ private:
 
 template <class Config, class T>
 Llama<Config, T>::Llama(Generator& gen) {
+    static_assert(std::is_same_v<weight_formats, nn::dense_weights>,
+                  "shaped::models::Llama: model.py's initialisation draws float weights; a quantized model is loaded");
     const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(Config::n_layers));
     for (const nn::parameter_slot& parameter : nn::parameter_list(*this)) {
         const std::span<T> elements = parameter.elements<T>();
@@ -161,7 +223,7 @@ auto Llama<Config, T>::embed(const Ids& ids, const std::array<std::size_t, Batch
                 T* out = x.data() + (b * n + t) * channels;
                 // The ids at padding positions may be anything: they are not read.
                 if (t >= counts[b]) std::fill_n(out, channels, T(0));
-                else std::copy_n(tok_embeddings.row(ids(b, t), b * n + t), channels, out);
+                else tok_embeddings.copy_row(ids(b, t), b * n + t, out);
             }
         return x;
     }

@@ -43,6 +43,7 @@
 #include <shaped/models/gpt_checkpoint.hpp>
 #include <shaped/models/llama.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -55,6 +56,18 @@
 #include <vector>
 
 namespace shaped::models {
+
+// The kinds of a Llama's weights, as nn::dense_weights names them, in this order.
+inline constexpr std::array<std::string_view, 9> llama_weight_kinds{"tok_embeddings", "wq", "wk", "wv", "wo",
+                                                                    "w1", "w2", "w3", "output"};
+
+// How a checkpoint stores one weight: its tensor's name in the file, its kind (an index into
+// llama_weight_kinds) and its type.
+struct stored_weight_type {
+    std::string tensor;
+    std::size_t kind;
+    ggml_type type;
+};
 
 // What a checkpoint says of its model, in llama2.c's names.
 struct llama_checkpoint_config {
@@ -73,6 +86,9 @@ struct llama_checkpoint_config {
     // the context the model was made for, which llama.cpp runs past (its llama2.c converter
     // writes 128 whatever the model's), and no weight depends on it.
     bool context_binds = true;
+    // Each weight's type, for a file that stores them in several (a GGUF's); empty for a float
+    // checkpoint, which a model of any formats loads, quantizing.
+    std::vector<stored_weight_type> weight_types;
 };
 
 // The config of the checkpoint at `path`, whichever family's it is: a llama2.c .bin file's
@@ -128,11 +144,20 @@ template <class Config>
 llama_checkpoint_config compiled_llama_config() {
     return {Config::dim,        Config::hidden_dim, Config::n_layers,        Config::n_heads,
             Config::n_kv_heads, Config::vocab_size, Config::seq_len,         Config::tied_classifier,
-            Config::rotary_pairing, Config::norm_eps, Config::rope_theta};
+            Config::rotary_pairing, Config::norm_eps, Config::rope_theta, true, {}};
+}
+
+// The formats of a config's weights, by kind (llama_weight_kinds' order).
+template <class Config>
+std::array<ggml_type, llama_weight_kinds.size()> compiled_weight_formats() {
+    using W = typename weight_formats_of<Config>::type;
+    return {W::tok_embeddings::type, W::wq::type, W::wk::type, W::wv::type, W::wo::type,
+            W::w1::type,             W::w2::type, W::w3::type, W::output::type};
 }
 
 std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& found,
-                                                 const llama_checkpoint_config& compiled);
+                                                 const llama_checkpoint_config& compiled,
+                                                 const std::array<ggml_type, llama_weight_kinds.size()>& formats);
 [[noreturn]] void throw_llama_config_mismatch(const std::filesystem::path& path, const llama_checkpoint_config& found,
                                               const std::vector<std::string>& mismatches);
 
@@ -150,10 +175,38 @@ private:
     std::ifstream in_;
 };
 
+// A quantized weight (tensor/quantized.hpp): a float checkpoint's floats are quantized into it, by
+// ggml's reference quantizer.
+template <class P>
+concept quantized_parameter = requires { typename P::format; };
+
+// parameter = floats, in the parameter's element type, or quantized into its format.
+template <class P, Dim... Ds>
+void assign_floats(P& parameter, const Tensor<float, Ds...>& floats) {
+    if constexpr (quantized_parameter<P>) parameter = quantize<typename P::format>(floats);
+    else if constexpr (std::is_same_v<value_type_of<P>, float>) parameter = floats;
+    else std::copy(floats.data(), floats.data() + floats.size(), parameter.data());
+}
+
+// The float tensor a parameter is loaded through. (A lambda in decltype would crash clang 14
+// reading it back from a precompiled header.)
+template <class Dims>
+struct float_tensor;
+template <Dim... Ds>
+struct float_tensor<dims<Ds...>> {
+    using type = Tensor<float, Ds...>;
+};
+template <class P>
+using floats_of = typename float_tensor<dims_of<P>>::type;
+
 template <class P>
 void read_parameter(llama2c_reader& reader, P& parameter, std::string_view what) {
     using T = value_type_of<P>;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (quantized_parameter<P>) {
+        floats_of<P> stored;
+        read_parameter(reader, stored, what);
+        assign_floats(parameter, stored);
+    } else if constexpr (std::is_same_v<T, float>) {
         reader.read(std::span<float>(parameter.data(), parameter.size()), what);
     } else {
         std::vector<float> stored(parameter.size());
@@ -165,7 +218,10 @@ void read_parameter(llama2c_reader& reader, P& parameter, std::string_view what)
 template <class Config, class T>
 void load_llama2c(Llama<Config, T>& model, const std::filesystem::path& path, const llama_checkpoint_config& found) {
     llama2c_reader reader(path, found);
-    read_parameter(reader, model.tok_embeddings.weight, "tok_embeddings.weight");
+    // A tied checkpoint's embedding is also an untied model's classifier (config_mismatches).
+    floats_of<decltype(model.tok_embeddings.weight)> embedding;
+    read_parameter(reader, embedding, "tok_embeddings.weight");
+    assign_floats(model.tok_embeddings.weight, embedding);
     // Each kind of weight for every layer in turn, as export.py writes them.
     const auto each_layer = [&](std::string_view what, auto member) {
         for (std::size_t i = 0; i < Config::n_layers; ++i)
@@ -184,8 +240,26 @@ void load_llama2c(Llama<Config, T>& model, const std::filesystem::path& path, co
     constexpr std::size_t table = Config::seq_len * (Config::dim / Config::n_heads) / 2;
     reader.skip(table, "freq_cis_real");
     reader.skip(table, "freq_cis_imag");
-    if constexpr (!Config::tied_classifier) read_parameter(reader, model.output.weight, "output.weight");
+    if constexpr (!Config::tied_classifier) {
+        if (found.tied_classifier) assign_floats(model.output.weight, embedding);
+        else read_parameter(reader, model.output.weight, "output.weight");
+    }
 }
+
+// A llama2.c file written front to back: the header of `config` when opened, each run of floats
+// as given, the file in place only at commit (src/llama_checkpoint.cpp).
+class llama2c_writer {
+public:
+    llama2c_writer(const std::filesystem::path& path, const llama_checkpoint_config& config);
+    ~llama2c_writer();
+    void write(std::span<const float> floats);
+    void commit();
+
+private:
+    struct file;
+    std::filesystem::path path_;
+    std::unique_ptr<file> file_;
+};
 
 // Hugging Face's name of the model's parameter `name`.
 std::string hf_llama_name(std::string_view name);
@@ -233,7 +307,14 @@ void load_gguf_llama(Llama<Config, T>& model, const std::filesystem::path& path)
     const io::gguf_file file(path);
     const gguf_llama_tensors tensors(file);
     nn::for_each_parameter(model, [&](std::string_view name, auto& parameter) {
-        parameter = io::load_parameter<std::remove_cvref_t<decltype(parameter)>>(tensors, name);
+        using P = std::remove_cvref_t<decltype(parameter)>;
+        // A tied file's embedding is also an untied model's classifier (config_mismatches).
+        const std::string_view stored = name == "output.weight" && !file.contains("output.weight") ? "tok_embeddings.weight" : name;
+        // A quantized weight keeps the file's blocks: its format must be the file's.
+        if constexpr (quantized_parameter<P>)
+            parameter = file.load_quantized<typename P::format, typename P::rows_dim, typename P::row_dim>(
+                gguf_llama_name(stored));
+        else parameter = io::load_parameter<P>(tensors, stored);
     });
 }
 
@@ -242,7 +323,11 @@ void load_hf_llama(Llama<Config, T>& model, const std::filesystem::path& path) {
     const io::safetensors_file file(path / "model.safetensors");
     const hf_llama_tensors tensors(file);
     nn::for_each_parameter(model, [&](std::string_view name, auto& parameter) {
-        parameter = io::load_parameter<std::remove_cvref_t<decltype(parameter)>>(tensors, name);
+        using P = std::remove_cvref_t<decltype(parameter)>;
+        // A tied checkpoint's embedding is also an untied model's classifier (config_mismatches).
+        const std::string_view stored = name == "output.weight" && !file.contains(hf_llama_name(name)) ? "tok_embeddings.weight" : name;
+        if constexpr (quantized_parameter<P>) assign_floats(parameter, io::load_parameter<floats_of<P>>(tensors, stored));
+        else parameter = io::load_parameter<P>(tensors, stored);
     });
 }
 
@@ -250,7 +335,8 @@ void load_hf_llama(Llama<Config, T>& model, const std::filesystem::path& path) {
 
 template <class Config>
 std::vector<std::string> config_mismatches(const llama_checkpoint_config& found) {
-    return detail::llama_config_mismatches(found, detail::compiled_llama_config<Config>());
+    return detail::llama_config_mismatches(found, detail::compiled_llama_config<Config>(),
+                                           detail::compiled_weight_formats<Config>());
 }
 
 template <class Config>
@@ -273,6 +359,52 @@ std::unique_ptr<Llama<Config, T>> load_llama(const std::filesystem::path& path, 
     else if (path.extension() == ".gguf") detail::load_gguf_llama(*model, path);
     else detail::load_llama2c(*model, path, found);
     return model;
+}
+
+// `path` gets the model as llama2.c's export.py writes a checkpoint (its legacy version 0: the
+// header, every weight in run.c's order, the rotary tables export.py writes and run.c skips, the
+// classifier when it is not tied), beside and then renamed over the old file: run.c runs it, and
+// llama.cpp's llama-convert-llama2c-to-ggml converts it. llama2.c rotates adjacent pairs, and its
+// checkpoints hold float weights: the config's pairing must be adjacent and its weights dense.
+template <class Config>
+void save_llama2c(const Llama<Config, float>& model, const std::filesystem::path& path);
+
+template <class Config>
+void save_llama2c(const Llama<Config, float>& model, const std::filesystem::path& path) {
+    static_assert(Config::rotary_pairing == nn::rotary_pairing::adjacent,
+                  "shaped::models::save_llama2c: llama2.c rotates adjacent pairs; the config's pairing must be "
+                  "nn::rotary_pairing::adjacent");
+    static_assert(std::is_same_v<typename Llama<Config, float>::weight_formats, nn::dense_weights>,
+                  "shaped::models::save_llama2c: a llama2.c checkpoint holds float weights");
+    detail::llama2c_writer out(path, detail::compiled_llama_config<Config>());
+    const auto write = [&](const auto& tensor) { out.write(std::span<const float>(tensor.data(), tensor.size())); };
+    const auto each_layer = [&](auto member) {
+        for (const auto& layer : model.layers) write(member(layer));
+    };
+    write(model.tok_embeddings.weight);
+    each_layer([](const auto& l) -> const auto& { return l.attention_norm.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.attention.wq.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.attention.wk.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.attention.wv.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.attention.wo.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.ffn_norm.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.feed_forward.w1.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.feed_forward.w2.weight; });
+    each_layer([](const auto& l) -> const auto& { return l.feed_forward.w3.weight; });
+    write(model.norm.weight);
+    // export.py's freq_cis_real and freq_cis_imag: cos and sin of each position's angles.
+    constexpr std::size_t half = Config::dim / Config::n_heads / 2;
+    std::vector<float> real(Config::seq_len * half), imag(Config::seq_len * half);
+    for (std::size_t t = 0; t < Config::seq_len; ++t)
+        for (std::size_t i = 0; i < half; ++i) {
+            const double angle = static_cast<double>(t) * std::pow(Config::rope_theta, -static_cast<double>(2 * i) / (2.0 * half));
+            real[t * half + i] = static_cast<float>(std::cos(angle));
+            imag[t * half + i] = static_cast<float>(std::sin(angle));
+        }
+    out.write(real);
+    out.write(imag);
+    if constexpr (!Config::tied_classifier) write(model.output.weight);
+    out.commit();
 }
 
 // `dir` (created if missing) gets config.json and model.safetensors, Hugging Face's names, with
