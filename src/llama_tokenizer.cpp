@@ -4,18 +4,23 @@
 //   2. merges adjacent symbols, the best-scoring pair first and the leftmost among equals, as
 //      run.c's loop does, but through a queue of candidate pairs instead of a scan of all pairs
 //      after every merge (merge_symbols)
-// The file is checked token by token as it is read (read_tables): every length against the
-// file's max_token_length and its end, every score finite, the count against the model's
-// vocab_size, no two tokens alike (run.c looks tokens up by their bytes), and ids 3 to 258
-// the byte tokens encode falls back to.
+// Two sources give the tables: tokenizer.bin, whose layout is checked as it is read
+// (read_tokenizer_bin: every length against the file's max_token_length and its end, the count
+// against the model's vocab_size), and a GGUF's tokenizer.ggml.* keys (read_gguf_tables: their
+// types, lengths and ids), respelled as llama2.c's export spells the same vocabulary. Both then
+// check the tokens the same way (checked_tables): every score finite, no token empty or holding
+// a NUL, no two alike (run.c looks tokens up by their bytes), and ids 3 to 258 the byte tokens
+// encode falls back to.
 
 #include "shaped/text/llama_tokenizer.hpp"
+#include "shaped/io/gguf.hpp"
 #include "untrusted_input.hpp"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -56,8 +61,11 @@ token_id byte_token(char byte) {
 // What a message about the file begins with.
 std::string file_context(std::string_view name) { return "shaped::text::llama_tokenizer: '" + std::string(name) + "': "; }
 
-// Reads and checks the file's contents; `name` stands for the file in messages.
-std::shared_ptr<const detail::llama_tables> read_tables(std::string_view bytes, std::size_t vocab_size, std::string_view name);
+// Reads and checks a tokenizer.bin's contents; `name` stands for the file in messages.
+std::shared_ptr<const detail::llama_tables> read_tokenizer_bin(std::string_view bytes, std::size_t vocab_size, std::string_view name);
+
+// Reads and checks a GGUF's tokenizer.ggml.* keys.
+std::shared_ptr<const detail::llama_tables> read_gguf_tables(const io::gguf_file& file, std::size_t vocab_size);
 
 // One past the last byte of the character that starts at text[begin].
 std::size_t character_end(std::string_view text, std::size_t begin);
@@ -76,13 +84,17 @@ void check_id(std::string_view function, token_id id, std::size_t vocab_size, st
 // ---- the entry points ------------------------------------------------------------------------
 
 llama_tokenizer::llama_tokenizer(const fs::path& file, std::size_t vocab_size)
-    : tables_(read_tables(io::detail::read_whole_file(file_context(file.string()), file, "a tokenizer.bin", max_file_bytes),
-                          vocab_size, file.string())) {}
+    : tables_(read_tokenizer_bin(io::detail::read_whole_file(file_context(file.string()), file, "a tokenizer.bin", max_file_bytes),
+                                 vocab_size, file.string())) {}
 
 llama_tokenizer::llama_tokenizer(std::shared_ptr<const detail::llama_tables> loaded) : tables_(std::move(loaded)) {}
 
 llama_tokenizer llama_tokenizer::from_contents(std::string_view bytes, std::size_t vocab_size, std::string_view name) {
-    return llama_tokenizer(read_tables(bytes, vocab_size, name));
+    return llama_tokenizer(read_tokenizer_bin(bytes, vocab_size, name));
+}
+
+llama_tokenizer llama_tokenizer::from_gguf(const io::gguf_file& file, std::size_t vocab_size) {
+    return llama_tokenizer(read_gguf_tables(file, vocab_size));
 }
 
 std::vector<token_id> llama_tokenizer::encode(std::string_view text, bool bos, bool eos) const {
@@ -295,8 +307,9 @@ std::optional<std::size_t> whole_tokens_after(file_cursor cursor) {
     return count;
 }
 
-std::shared_ptr<const detail::llama_tables> read_tables(std::string_view bytes, std::size_t vocab_size, std::string_view name) {
-    const std::string context = file_context(name);
+// Refused before anything is read by it: a vocabulary of llama2.c's layout has ids that fit a
+// token_id, and room for the byte tokens.
+void check_vocab_size(std::size_t vocab_size, std::string_view context) {
     constexpr std::size_t byte_tokens_end = llama_tokenizer::first_byte_token_id + 256;
     if (vocab_size > static_cast<std::size_t>(std::numeric_limits<token_id>::max()))
         fail_io(context, "the model's vocab_size, " + std::to_string(vocab_size) + ", is past the largest token id, " +
@@ -305,49 +318,24 @@ std::shared_ptr<const detail::llama_tables> read_tables(std::string_view bytes, 
         fail_io(context, "the model's vocabulary of " + std::to_string(vocab_size) +
                              " tokens has no room for the byte-fallback tokens <0x00> to <0xFF> at ids 3 to 258, "
                              "which encode gives the bytes of characters that are no token");
+}
 
-    file_cursor file(bytes);
-    if (file.left() < 4)
-        fail_io(context, "is " + std::to_string(bytes.size()) + " bytes long, too short for the int32 max_token_length it begins with");
-    const std::int32_t max_token_length = file.next_i32();
-    if (max_token_length < 0) fail_io(context, "its max_token_length is " + std::to_string(max_token_length) + ", a negative length");
-
-    auto tables = std::make_shared<detail::llama_tables>();
-    tables->tokens.reserve(std::min(vocab_size, file.left() / 8));  // the file's size, not the caller's count, bounds it
-    tables->scores.reserve(tables->tokens.capacity());
-    for (std::size_t id = 0; id < vocab_size; ++id) {
-        const std::string token = "token " + std::to_string(id) + " (at byte " + std::to_string(file.offset()) + ")";
-        if (file.left() == 0)
-            fail_io(context, "holds " + std::to_string(id) + " tokens, but the model's vocabulary has " + std::to_string(vocab_size) +
-                                 ": the file is cut short, or is another model's tokenizer");
-        if (file.left() < 8)
-            fail_io(context, "ends inside " + token + ": its score and length take 8 bytes, and the file has only " +
-                                 counted(file.left(), "more byte"));
-        const float score = file.next_f32();
-        const std::int32_t length = file.next_i32();
-        if (!std::isfinite(score)) fail_io(context, token + ": its score is " + describe_score(score));
-        if (length < 0) fail_io(context, token + ": its length is " + std::to_string(length) + ", a negative length");
-        if (length == 0) fail_io(context, token + " is empty: a token is at least one byte (llama2.c's run.c cannot read one either)");
-        if (length > max_token_length)
-            fail_io(context, token + ": its length, " + std::to_string(length) + ", is more than the file's max_token_length, " +
-                                 std::to_string(max_token_length));
-        if (static_cast<std::size_t>(length) > file.left())
-            fail_io(context, token + ": its length, " + std::to_string(length) + ", runs past the file's end (the file has only " +
-                                 counted(file.left(), "more byte") + ")");
-        const std::string_view text = file.next_bytes(static_cast<std::size_t>(length));
+// The tables of `tokens` and their `scores` (as many, at least 259: the caller checked), checked
+// as every source's are. `context` begins each message; `label(id)` names a token in it.
+std::shared_ptr<const detail::llama_tables> checked_tables(std::vector<std::string> tokens, std::vector<float> scores,
+                                                           std::string_view context,
+                                                           const std::function<std::string(std::size_t)>& label) {
+    for (std::size_t id = 0; id < tokens.size(); ++id) {
+        const std::string_view text = tokens[id];
+        if (!std::isfinite(scores[id])) fail_io(context, label(id) + ": its score is " + describe_score(scores[id]));
+        if (text.empty()) fail_io(context, label(id) + " is empty: a token is at least one byte (llama2.c's run.c cannot read one either)");
         if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos)
-            fail_io(context, token + " holds a NUL byte (its byte " + std::to_string(nul) + " of " + std::to_string(text.size()) +
+            fail_io(context, label(id) + " holds a NUL byte (its byte " + std::to_string(nul) + " of " + std::to_string(text.size()) +
                                  "): llama2.c keeps tokens as C strings, which would end there");
-        tables->tokens.emplace_back(text);
-        tables->scores.push_back(score);
     }
-    if (file.left() != 0) {
-        const std::optional<std::size_t> more = whole_tokens_after(file);
-        fail_io(context, "goes on for " + std::to_string(file.left()) + " bytes after token " + std::to_string(vocab_size - 1) +
-                             ", the last of the model's vocabulary of " + std::to_string(vocab_size) +
-                             (more ? " tokens: they hold " + counted(*more, "more token") + ", so it is another model's tokenizer"
-                                   : " tokens"));
-    }
+    auto tables = std::make_shared<detail::llama_tables>();
+    tables->tokens = std::move(tokens);
+    tables->scores = std::move(scores);
 
     // Every token's bytes name one id: encode looks tokens up by their bytes, as run.c does.
     tables->ids.reserve(tables->tokens.size());
@@ -369,6 +357,135 @@ std::shared_ptr<const detail::llama_tables> read_tables(std::string_view bytes, 
         }
     }
     return tables;
+}
+
+std::shared_ptr<const detail::llama_tables> read_tokenizer_bin(std::string_view bytes, std::size_t vocab_size, std::string_view name) {
+    const std::string context = file_context(name);
+    check_vocab_size(vocab_size, context);
+
+    file_cursor file(bytes);
+    if (file.left() < 4)
+        fail_io(context, "is " + std::to_string(bytes.size()) + " bytes long, too short for the int32 max_token_length it begins with");
+    const std::int32_t max_token_length = file.next_i32();
+    if (max_token_length < 0) fail_io(context, "its max_token_length is " + std::to_string(max_token_length) + ", a negative length");
+
+    std::vector<std::string> tokens;
+    std::vector<float> scores;
+    std::vector<std::size_t> offsets;                            // where each token begins, for messages
+    tokens.reserve(std::min(vocab_size, file.left() / 8));  // the file's size, not the caller's count, bounds it
+    scores.reserve(tokens.capacity());
+    offsets.reserve(tokens.capacity());
+    const auto label = [&](std::size_t id) { return "token " + std::to_string(id) + " (at byte " + std::to_string(offsets[id]) + ")"; };
+    for (std::size_t id = 0; id < vocab_size; ++id) {
+        offsets.push_back(file.offset());
+        if (file.left() == 0)
+            fail_io(context, "holds " + std::to_string(id) + " tokens, but the model's vocabulary has " + std::to_string(vocab_size) +
+                                 ": the file is cut short, or is another model's tokenizer");
+        if (file.left() < 8)
+            fail_io(context, "ends inside " + label(id) + ": its score and length take 8 bytes, and the file has only " +
+                                 counted(file.left(), "more byte"));
+        const float score = file.next_f32();
+        const std::int32_t length = file.next_i32();
+        if (length < 0) fail_io(context, label(id) + ": its length is " + std::to_string(length) + ", a negative length");
+        if (length > max_token_length)
+            fail_io(context, label(id) + ": its length, " + std::to_string(length) + ", is more than the file's max_token_length, " +
+                                 std::to_string(max_token_length));
+        if (static_cast<std::size_t>(length) > file.left())
+            fail_io(context, label(id) + ": its length, " + std::to_string(length) + ", runs past the file's end (the file has only " +
+                                 counted(file.left(), "more byte") + ")");
+        tokens.emplace_back(file.next_bytes(static_cast<std::size_t>(length)));
+        scores.push_back(score);
+    }
+    if (file.left() != 0) {
+        const std::optional<std::size_t> more = whole_tokens_after(file);
+        fail_io(context, "goes on for " + std::to_string(file.left()) + " bytes after token " + std::to_string(vocab_size - 1) +
+                             ", the last of the model's vocabulary of " + std::to_string(vocab_size) +
+                             (more ? " tokens: they hold " + counted(*more, "more token") + ", so it is another model's tokenizer"
+                                   : " tokens"));
+    }
+    return checked_tables(std::move(tokens), std::move(scores), context, label);
+}
+
+// ---- a GGUF's keys ---------------------------------------------------------------------------
+
+// How messages name a GGUF key, as the GGUF reader's do.
+std::string key_label(std::string_view key) { return "key " + quote_text(key); }
+
+// A sentencepiece piece as llama2.c's export writes it: its word boundaries, U+2581, as spaces.
+std::string spaced(std::string_view piece) {
+    constexpr std::string_view boundary = "\xE2\x96\x81";
+    std::string out;
+    out.reserve(piece.size());
+    for (std::size_t at = 0; at < piece.size();) {
+        if (piece.substr(at).starts_with(boundary)) {
+            out += ' ';
+            at += boundary.size();
+        } else {
+            out += piece[at++];
+        }
+    }
+    return out;
+}
+
+// The id `key` names, when the file has it: in the vocabulary, and the one this tokenizer's
+// constant is (llama2.c's BOS and EOS are fixed ids, as every Llama 1 and 2 vocabulary has them).
+void check_special_id(const io::gguf_file& file, std::string_view context, std::string_view key, token_id expected,
+                      std::size_t vocab_size) {
+    if (!file.has_key(key)) return;  // llama.cpp's default for a "llama" vocabulary is the expected id
+    const std::uint32_t id = file.get<std::uint32_t>(key);
+    if (id >= vocab_size)
+        fail_io(context, key_label(key) + " is " + std::to_string(id) + ", outside the vocabulary of " +
+                             std::to_string(vocab_size) + " tokens (ids 0 to " + std::to_string(vocab_size - 1) + ")");
+    if (id != static_cast<std::uint32_t>(expected))
+        fail_io(context, key_label(key) + " is " + std::to_string(id) + ", expected " + std::to_string(expected) +
+                             ": llama_tokenizer's ids are llama2.c's, BOS 1 and EOS 2");
+}
+
+std::shared_ptr<const detail::llama_tables> read_gguf_tables(const io::gguf_file& file, std::size_t vocab_size) {
+    const std::string context = file_context(file.path().string());
+    check_vocab_size(vocab_size, context);
+
+    constexpr std::string_view model_key = "tokenizer.ggml.model", tokens_key = "tokenizer.ggml.tokens",
+                               scores_key = "tokenizer.ggml.scores", types_key = "tokenizer.ggml.token_type";
+    if (const std::string& model = file.get<std::string>(model_key); model != "llama")
+        fail_io(context, key_label(model_key) + " is " + quote_text(model) +
+                             ", expected \"llama\": only sentencepiece's scored BPE (llama2.c's) is read here" +
+                             (model == "gpt2" ? "; \"gpt2\" is a byte-level BPE with merges, another tokenizer" : ""));
+
+    const std::vector<std::string>& pieces = file.get_array<std::string>(tokens_key);
+    if (pieces.size() != vocab_size)
+        fail_io(context, key_label(tokens_key) + " holds " + std::to_string(pieces.size()) +
+                             " tokens, but the model's vocabulary (token_embd.weight's rows) has " + std::to_string(vocab_size));
+    const std::vector<float>& scores = file.get_array<float>(scores_key);
+    if (scores.size() != pieces.size())
+        fail_io(context, key_label(scores_key) + " holds " + std::to_string(scores.size()) + " scores, but " +
+                             key_label(tokens_key) + " " + std::to_string(pieces.size()) + " tokens: each token has one");
+    if (file.has_key(types_key)) {
+        // ggml's token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
+        constexpr std::int32_t byte_type = 6;
+        const std::vector<std::int32_t>& types = file.get_array<std::int32_t>(types_key);
+        if (types.size() != pieces.size())
+            fail_io(context, key_label(types_key) + " holds " + std::to_string(types.size()) + " types, but " +
+                                 key_label(tokens_key) + " " + std::to_string(pieces.size()) + " tokens: each token has one");
+        for (std::size_t id = llama_tokenizer::first_byte_token_id; id < llama_tokenizer::first_byte_token_id + 256; ++id)
+            if (types[id] != byte_type)
+                fail_io(context, key_label(types_key) + " says token " + std::to_string(id) + " (" + quote_text(pieces[id]) +
+                                     ") is of type " + std::to_string(types[id]) +
+                                     ", expected 6 (byte): ids 3 to 258 are the byte-fallback tokens <0x00> to <0xFF>");
+    }
+    check_special_id(file, context, "tokenizer.ggml.bos_token_id", llama_tokenizer::bos_id, vocab_size);
+    check_special_id(file, context, "tokenizer.ggml.eos_token_id", llama_tokenizer::eos_id, vocab_size);
+
+    // As llama2.c's export (tokenizer.py) writes the same sentencepiece model, so that both
+    // sources give one table: spaces for U+2581, and BOS and EOS, which the converters name
+    // "<s>" and "</s>", respelled.
+    std::vector<std::string> tokens;
+    tokens.reserve(pieces.size());
+    for (const std::string& piece : pieces) tokens.push_back(spaced(piece));
+    tokens[static_cast<std::size_t>(llama_tokenizer::bos_id)] = "\n<s>\n";
+    tokens[static_cast<std::size_t>(llama_tokenizer::eos_id)] = "\n</s>\n";
+    return checked_tables(std::move(tokens), scores, context + key_label(tokens_key) + ": ",
+                          [](std::size_t id) { return "token " + std::to_string(id); });
 }
 
 }  // namespace

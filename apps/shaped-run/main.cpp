@@ -4,9 +4,10 @@
 //              [-z TOKENIZER] [--ids] [--encode TEXT]
 //
 // CHECKPOINT is a Hugging Face GPT-2 or Llama directory, a nanoGPT state_dict saved as
-// safetensors, or a llama2.c .bin file; its tokenizer is GPT-2's BPE files beside a GPT
-// checkpoint, llama2.c's tokenizer.bin beside a Llama's (or -z), or bytes where the safetensors
-// metadata says {"tokenizer": "bytes"} (shaped-train's character-level models). The text
+// safetensors, a llama2.c .bin file or a Llama's .gguf; its tokenizer is GPT-2's BPE files
+// beside a GPT checkpoint, a Llama's -z, else a GGUF's own vocabulary (tokenizer.ggml.*), else
+// llama2.c's tokenizer.bin beside it, or bytes where the safetensors metadata says
+// {"tokenizer": "bytes"} (shaped-train's character-level models). The text
 // streams to stdout as it is decoded, tokens/s goes to stderr at the end. A file that is
 // missing, corrupt or of a config not compiled in (configs.hpp) is a one-line message on stderr
 // and exit status 1; so is standard output that cannot be written. A flag out of its range, or
@@ -77,7 +78,8 @@ options parse(int argc, char** argv) {
          {"-k", "TOP_K", "sample from the k most likely only, 0 for all", cl::whole(o.top_k, 0)},
          {"-p", "TOP_P", "nucleus sampling's p, 1 for all", cl::real(o.top_p, cl::greater_than(0), cl::at_most(1))},
          {"-s", "SEED", "the random seed (0 is one like any other)", cl::whole(seed, 0, "from the clock")},
-         {"-z", "TOKENIZER", "a Llama's llama2.c tokenizer.bin", cl::file(o.tokenizer, "tokenizer.bin beside CHECKPOINT")},
+         {"-z", "TOKENIZER", "a Llama's llama2.c tokenizer.bin",
+          cl::file(o.tokenizer, "a GGUF's own vocabulary, else tokenizer.bin beside CHECKPOINT")},
          {"--ids", "", "print the generated ids, one a line, instead of text", cl::on(o.print_ids)},
          {"--encode", "TEXT", "print TEXT's ids as a prompt (a Llama's BOS first), one a line, and exit", cl::text(o.encode)}}};
     const cl::given_flags given = line.parse(argc, argv);
@@ -186,13 +188,23 @@ struct llama_family {
     using config_type = shaped::models::llama_checkpoint_config;
     template <class Config>
     static auto load(const fs::path& path, const config_type& found) { return shaped::models::load_llama<Config>(path, found); }
-    // llama2.c's tokenizer.bin: -z, or beside the checkpoint. Its vocabulary is the model's.
+    // llama2.c's tokenizer.bin given with -z; else a GGUF's own vocabulary, when it has one;
+    // else the tokenizer.bin beside the checkpoint. Its vocabulary is the model's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
         if (!opts.tokenizer && says_bytes(opts.checkpoint)) return byte_side<Config>(opts);
-        const fs::path file = opts.tokenizer.value_or(beside(opts.checkpoint) / "tokenizer.bin");
-        if (!opts.tokenizer && !fs::exists(file)) return std::nullopt;
-        const auto tokenizer = std::make_shared<shaped::text::llama_tokenizer>(file, Config::vocab_size);
+        std::shared_ptr<const shaped::text::llama_tokenizer> tokenizer;
+        if (!opts.tokenizer && opts.checkpoint.extension() == ".gguf") {
+            const shaped::io::gguf_file file(opts.checkpoint);
+            if (file.has_key("tokenizer.ggml.tokens"))
+                tokenizer = std::make_shared<const shaped::text::llama_tokenizer>(
+                    shaped::text::llama_tokenizer::from_gguf(file, Config::vocab_size));
+        }
+        if (!tokenizer) {
+            const fs::path file = opts.tokenizer.value_or(beside(opts.checkpoint) / "tokenizer.bin");
+            if (!opts.tokenizer && !fs::exists(file)) return std::nullopt;
+            tokenizer = std::make_shared<const shaped::text::llama_tokenizer>(file, Config::vocab_size);
+        }
         const auto previous = std::make_shared<token_id>(first_id<Config>);
         return text_side{[=](const std::string& text) { return tokenizer->encode(text, true, false); },
                          [=](const std::vector<token_id>& ids) {
@@ -246,6 +258,16 @@ int run(const options& opts, const typename Family::config_type& found) {
     return 0;
 }
 
+// What the suggested line's context (its second number) means when the checkpoint does not
+// bind it: a GGUF's llama.context_length is only the file's say (llama.cpp's llama2.c
+// converter writes 128 whatever the model's), so the context is the user's to choose.
+std::string context_choice(const shaped::models::gpt_checkpoint_config&) { return ""; }
+std::string context_choice(const shaped::models::llama_checkpoint_config& found) {
+    if (found.context_binds) return "";
+    return " (its context, " + std::to_string(found.seq_len) +
+           ", is the file's llama.context_length, which binds nothing: any context is yours to choose)";
+}
+
 // Why no compiled config is the checkpoint's: how it differs from the nearest one (the fewest
 // mismatches), and the line that would compile it in, when there is one that would.
 template <class... Configs, class Found>
@@ -266,7 +288,8 @@ std::string not_compiled_in(const fs::path& checkpoint, const Found& found) {
         message += "; no line of apps/shaped-run/configs.hpp can compile it in: ";
         for (std::size_t i = 0; i < reasons.size(); ++i) message += (i == 0 ? "" : "; ") + reasons[i];
     } else {
-        message += "; add the line `" + shaped::models::config_spelling(found) + ",` to apps/shaped-run/configs.hpp";
+        message += "; add the line `" + shaped::models::config_spelling(found) + ",` to apps/shaped-run/configs.hpp" +
+                   context_choice(found);
     }
     return message;
 }

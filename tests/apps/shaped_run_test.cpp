@@ -196,6 +196,44 @@ TEST_CASE("shaped-run decodes a Llama's ids with llama2.c's tokenizer.bin", "[ap
     CHECK(missing.err.find("none.bin") != std::string::npos);
 }
 
+TEST_CASE("shaped-run decodes a GGUF's ids with its own vocabulary, and says its context binds nothing",
+          "[apps][shaped_run][llama]") {
+    scratch_dir scratch;
+    // Alone in the scratch directory, with no tokenizer.bin beside it to fall back on.
+    const fs::path gguf = scratch.path / "stories260K.f32.gguf";
+    fs::copy_file(fixtures / "llama_cpp" / "stories260K.f32.gguf", gguf);
+    // The tokenizer.bin llama.cpp's converter made the GGUF's vocabulary from.
+    const std::string tokenizer_file = (fixtures / "llama_cpp" / "tokenizer.bin").string();
+    const result own = run(gguf.string() + " -i 'Once upon a time' -t 0 -n 16", scratch.path);
+    INFO(own.err);
+    CHECK(own.status == 0);
+    CHECK(own.out.starts_with(" Once upon a time"));  // the dummy prefix, <0x20> in this vocabulary, then the prompt
+    CHECK(own.out.size() > std::string(" Once upon a time\n").size());
+    const result given = run(gguf.string() + " -z " + tokenizer_file + " -i 'Once upon a time' -t 0 -n 16", scratch.path);
+    CHECK(given.status == 0);
+    CHECK(own.out == given.out);
+
+    // A config not compiled in (6 layers): the line that adds it spells the file's
+    // llama.context_length, and says that it binds nothing.
+    const shaped::io::gguf_file file(gguf);
+    shaped::io::gguf_writer out;
+    for (const shaped::io::gguf_kv& kv : file.metadata())
+        out.add(kv.key, kv.key == "llama.block_count" ? shaped::io::gguf_value(std::uint32_t{6}) : kv.value);
+    for (const shaped::io::gguf_tensor_info& info : file.tensors()) {
+        const auto bytes = file.bytes(info.name);
+        out.add_tensor(info.name, info.type, info.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
+    }
+    out.save(scratch.path / "other.gguf");
+    const result uncompiled = run((scratch.path / "other.gguf").string() + " -n 4", scratch.path);
+    INFO(uncompiled.err);
+    CHECK(uncompiled.status == 1);
+    CHECK(lines_of(uncompiled.err) == 1);
+    CHECK(uncompiled.err.find("differs in n_layers: the checkpoint has 6, the compiled config 5;") != std::string::npos);
+    CHECK(uncompiled.err.find("add the line `shaped::models::llama_config<512, 128, 6, 8, 4, 64, 172>,` to "
+                              "apps/shaped-run/configs.hpp (its context, 128, is the file's llama.context_length, "
+                              "which binds nothing: any context is yours to choose)") != std::string::npos);
+}
+
 namespace {
 // A copy of the parity fixtures' Hugging Face Llama in `dir`, its config.json's `from` made `to`.
 fs::path llama_copy(const fs::path& dir, const std::string& from = "", const std::string& to = "") {

@@ -2,10 +2,11 @@
 // this process's own on a memory filesystem and opened; then every key is read through the
 // typed getters, every tensor's bytes are compared with the input's and loaded as a user would,
 // and what was read is written back with the writer and read again, which must give the same
-// file. io_error and shape_error are the reader's answers to bad input; any other exception, a
+// file; a Llama tokenizer is read from its tokenizer.ggml.* keys. io_error and shape_error are the reader's answers to bad input; any other exception, a
 // broken invariant or a sanitizer report is a bug.
 
 #include <shaped/io/gguf.hpp>
+#include <shaped/text/llama_tokenizer.hpp>
 
 #include "fuzz_support.hpp"
 
@@ -248,6 +249,20 @@ void exercise_rewrite(const io::gguf_file& file) {
     require(whole_file(rewritten_path()) == first, "writing what was read is a fixpoint");
 }
 
+// llama_tokenizer::from_gguf of a vocabulary as large as the file's tokens (else 512): a
+// tokenizer of that many tokens that encodes and decodes, or io_error.
+void exercise_tokenizer(const io::gguf_file& file) {
+    std::size_t vocab_size = 512;
+    if (const auto* tokens = file.find("tokenizer.ggml.tokens"))
+        if (const auto* array = std::get_if<io::gguf_array>(tokens)) vocab_size = array->size();
+    try {
+        const auto tokenizer = shaped::text::llama_tokenizer::from_gguf(file, vocab_size);
+        require(tokenizer.vocab_size() == vocab_size, "a GGUF's tokenizer has the vocabulary asked for");
+        (void)tokenizer.decode(tokenizer.encode("Once \xE2\x96\x81upon \xFF", true, true));
+    } catch (const io::io_error&) {
+    }
+}
+
 void exercise(const io::gguf_file& file, std::span<const std::uint8_t> input) {
     require(file.version() == 2 || file.version() == 3, "an opened file is version 2 or 3");
     require(std::has_single_bit(file.alignment()), "the alignment is a power of two");
@@ -271,6 +286,7 @@ void exercise(const io::gguf_file& file, std::span<const std::uint8_t> input) {
         require(file.contains("missing~"), "info() refuses a name the file does not hold");
     } catch (const io::io_error&) {
     }
+    exercise_tokenizer(file);
     exercise_rewrite(file);
 }
 

@@ -2,8 +2,11 @@
 // whose ids are worked out by hand below, encode against a transcription of run.c's loop
 // (llama_tokenizer_reference.hpp) on vocabularies made at random, and every kind of damaged
 // tokenizer.bin. The real tokenizer.bin is not here: every file is written by the test, as
-// llama2.c's tokenizer.py writes one.
+// llama2.c's tokenizer.py writes one. A GGUF's vocabulary is pinned against the tokenizer.bin
+// llama.cpp's converter made it from (the parity fixtures' stories260K), and every kind of
+// damaged tokenizer.ggml.* key.
 
+#include "shaped/io/gguf.hpp"
 #include "shaped/text/llama_tokenizer.hpp"
 
 #include "file_support.hpp"
@@ -11,7 +14,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -361,5 +367,167 @@ TEST_CASE("llama_tokenizer: every damaged tokenizer.bin is an io_error naming th
                    Contains((directory / "tokenizer.bin").string()) && Contains("file not found"));
         CHECK_THAT(error_message<io_error>([&] { llama_tokenizer tokenizer(directory / "", size); }),
                    Contains("is a directory, not a tokenizer.bin"));
+    }
+}
+
+// ---- a GGUF's vocabulary ---------------------------------------------------------------------
+
+TEST_CASE("llama_tokenizer: a GGUF's vocabulary gives the ids and text of the tokenizer.bin it was made from",
+          "[text][llama][gguf]") {
+    // llama.cpp's llama2.c converter wrote the GGUF from this tokenizer.bin (its README).
+    const std::filesystem::path fixtures = std::filesystem::path(SHAPED_TEST_DATA_DIR) / "../../parity/fixtures/llama_cpp";
+    const shaped::io::gguf_file file(fixtures / "stories260K.f32.gguf");
+    const llama_tokenizer from_gguf = llama_tokenizer::from_gguf(file, 512);
+    const llama_tokenizer from_bin(fixtures / "tokenizer.bin", 512);
+    REQUIRE(from_gguf.vocab_size() == 512);
+    REQUIRE(file.get_array<std::string>("tokenizer.ggml.tokens")[300] == "\xE2\x96\x81w300");  // "▁w300" in the GGUF
+    for (token_id id = 0; id < 512; ++id) {
+        INFO("token " << id);
+        CHECK(from_gguf.token(id) == from_bin.token(id));
+        CHECK(from_gguf.score(id) == from_bin.score(id));
+        for (const token_id previous : {token_id{-1}, llama_tokenizer::bos_id, token_id{300}})
+            CHECK(from_gguf.decode(previous, id) == from_bin.decode(previous, id));
+    }
+    // ASCII, words of the vocabulary and spaces, characters that are no token (their bytes'
+    // tokens), bytes that are not UTF-8, a NUL, and nothing.
+    const std::vector<std::string> texts = {"Once upon a time", " w259 w300  w511", "w300w301", "h\xC3\xA9llo \xE2\x98\x83 w400",
+                                            "\xFF\xFE w259", std::string("a\0b", 3), "\n", ""};
+    for (const std::string& text : texts) {
+        INFO(Catch::Detail::stringify(text));
+        for (const bool bos : {true, false})
+            for (const bool eos : {true, false}) {
+                const ids_t ids = from_gguf.encode(text, bos, eos);
+                CHECK(ids == from_bin.encode(text, bos, eos));
+                CHECK(from_gguf.decode(ids) == from_bin.decode(ids));
+            }
+    }
+    CHECK(from_gguf.encode("", true, true) == ids_t{llama_tokenizer::bos_id, llama_tokenizer::eos_id});
+}
+
+namespace {
+
+// The keys of a small GGUF vocabulary, as llama.cpp's converter writes one: <unk>, <s>, </s>,
+// the byte tokens, then "▁", "a", "b", "ab" and "▁ab" (ids 259 to 263).
+std::vector<shaped::io::gguf_kv> gguf_vocabulary() {
+    std::vector<std::string> tokens{"<unk>", "<s>", "</s>"};
+    std::vector<std::int32_t> types{2, 3, 3};
+    for (unsigned byte = 0; byte < 256; ++byte) {
+        constexpr char hex[] = "0123456789ABCDEF";
+        tokens.push_back(std::string("<0x") + hex[byte >> 4] + hex[byte & 0xf] + ">");
+        types.push_back(6);
+    }
+    for (const char* word : {"\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "ab"}) {
+        tokens.push_back(word);
+        types.push_back(1);
+    }
+    std::vector<float> scores(tokens.size(), 0.0f);
+    scores.back() = -1.5f;
+    using shaped::io::gguf_array;
+    return {{"general.architecture", std::string("llama")},
+            {"tokenizer.ggml.model", std::string("llama")},
+            {"tokenizer.ggml.tokens", gguf_array(tokens)},
+            {"tokenizer.ggml.scores", gguf_array(scores)},
+            {"tokenizer.ggml.token_type", gguf_array(types)},
+            {"tokenizer.ggml.bos_token_id", std::uint32_t{1}},
+            {"tokenizer.ggml.eos_token_id", std::uint32_t{2}}};
+}
+
+shaped::io::gguf_value& value_of(std::vector<shaped::io::gguf_kv>& metadata, std::string_view key) {
+    const auto found = std::find_if(metadata.begin(), metadata.end(), [&](const shaped::io::gguf_kv& kv) { return kv.key == key; });
+    REQUIRE(found != metadata.end());
+    return found->value;
+}
+
+template <class T>
+std::vector<T>& array_of(std::vector<shaped::io::gguf_kv>& metadata, std::string_view key) {
+    return std::get<std::vector<T>>(std::get<shaped::io::gguf_array>(value_of(metadata, key)).values);
+}
+
+// A GGUF file of `metadata` (and no tensors) at `path`, opened.
+shaped::io::gguf_file gguf_of(const std::filesystem::path& path, const std::vector<shaped::io::gguf_kv>& metadata) {
+    shaped::io::gguf_writer out;
+    for (const shaped::io::gguf_kv& kv : metadata) out.add(kv.key, kv.value);
+    out.save(path);
+    return shaped::io::gguf_file(path);
+}
+
+}  // namespace
+
+TEST_CASE("llama_tokenizer: a GGUF's vocabulary is read as llama2.c's export spells it", "[text][llama][gguf]") {
+    scratch_dir directory;
+    const llama_tokenizer tokenizer = llama_tokenizer::from_gguf(gguf_of(directory / "vocab.gguf", gguf_vocabulary()), 264);
+    CHECK(tokenizer.token(1) == "\n<s>\n");
+    CHECK(tokenizer.token(2) == "\n</s>\n");
+    CHECK(tokenizer.token(259) == " ");
+    CHECK(tokenizer.token(263) == " ab");
+    CHECK(tokenizer.score(263) == -1.5f);
+    CHECK(tokenizer.encode("ab", true, true) == ids_t{1, 263, 2});
+    CHECK(tokenizer.decode(ids_t{1, 263, 2}) == "ab");
+
+    // Without token types and BOS and EOS ids, llama.cpp's defaults: the same tokenizer.
+    std::vector<shaped::io::gguf_kv> bare = gguf_vocabulary();
+    std::erase_if(bare, [](const shaped::io::gguf_kv& kv) {
+        return kv.key == "tokenizer.ggml.token_type" || kv.key.ends_with("_token_id");
+    });
+    const llama_tokenizer from_bare = llama_tokenizer::from_gguf(gguf_of(directory / "bare.gguf", bare), 264);
+    for (token_id id = 0; id < 264; ++id) CHECK(from_bare.token(id) == tokenizer.token(id));
+}
+
+TEST_CASE("llama_tokenizer: every damaged tokenizer.ggml key is an io_error naming the file and the key", "[text][llama][gguf]") {
+    using metadata = std::vector<shaped::io::gguf_kv>;
+    struct damage {
+        std::string what;
+        std::function<void(metadata&)> change;
+        std::vector<std::string> words;
+        std::size_t vocab_size = 264;
+    };
+    const std::vector<damage> cases = {
+        {"another tokenizer's model", [](metadata& m) { value_of(m, "tokenizer.ggml.model") = std::string("gpt2"); },
+         {"key \"tokenizer.ggml.model\" is \"gpt2\", expected \"llama\"", "byte-level BPE"}},
+        {"no model", [](metadata& m) { std::erase_if(m, [](const auto& kv) { return kv.key == "tokenizer.ggml.model"; }); },
+         {"no key \"tokenizer.ggml.model\" (expected string)"}},
+        {"tokens of another type", [](metadata& m) { value_of(m, "tokenizer.ggml.tokens") = shaped::io::gguf_array(std::vector<std::int32_t>(264)); },
+         {"key \"tokenizer.ggml.tokens\" is array of int32, expected array of string"}},
+        {"fewer tokens than the model's vocabulary", [](metadata&) {},
+         {"key \"tokenizer.ggml.tokens\" holds 264 tokens, but the model's vocabulary (token_embd.weight's rows) has 265"}, 265},
+        {"fewer scores than tokens", [](metadata& m) { array_of<float>(m, "tokenizer.ggml.scores").pop_back(); },
+         {"key \"tokenizer.ggml.scores\" holds 263 scores, but key \"tokenizer.ggml.tokens\" 264 tokens"}},
+        {"scores of another type", [](metadata& m) { value_of(m, "tokenizer.ggml.scores") = shaped::io::gguf_array(std::vector<double>(264)); },
+         {"key \"tokenizer.ggml.scores\" is array of float64, expected array of float32"}},
+        {"a NaN score", [](metadata& m) { array_of<float>(m, "tokenizer.ggml.scores")[263] = std::numeric_limits<float>::quiet_NaN(); },
+         {"key \"tokenizer.ggml.tokens\": token 263: its score is NaN"}},
+        {"a byte token out of place", [](metadata& m) { array_of<std::string>(m, "tokenizer.ggml.tokens")[3 + 0x41] = "<0xZZ>"; },
+         {"key \"tokenizer.ggml.tokens\": token 68 is \"<0xZZ>\", expected <0x41>"}},
+        {"an empty token", [](metadata& m) { array_of<std::string>(m, "tokenizer.ggml.tokens")[263].clear(); },
+         {"key \"tokenizer.ggml.tokens\": token 263 is empty"}},
+        {"a NUL byte", [](metadata& m) { array_of<std::string>(m, "tokenizer.ggml.tokens")[263] = std::string("a\0b", 3); },
+         {"key \"tokenizer.ggml.tokens\": token 263 holds a NUL byte (its byte 1 of 3)"}},
+        {"two tokens alike once U+2581 is a space", [](metadata& m) { array_of<std::string>(m, "tokenizer.ggml.tokens")[263] = " "; },
+         {"key \"tokenizer.ggml.tokens\": tokens 259 and 263 are both \" \""}},
+        {"fewer token types than tokens", [](metadata& m) { array_of<std::int32_t>(m, "tokenizer.ggml.token_type").resize(10); },
+         {"key \"tokenizer.ggml.token_type\" holds 10 types, but key \"tokenizer.ggml.tokens\" 264 tokens"}},
+        {"a byte token of another type", [](metadata& m) { array_of<std::int32_t>(m, "tokenizer.ggml.token_type")[3 + 0x41] = 1; },
+         {"key \"tokenizer.ggml.token_type\" says token 68 (\"<0x41>\") is of type 1, expected 6 (byte)"}},
+        {"a BOS id outside the vocabulary", [](metadata& m) { value_of(m, "tokenizer.ggml.bos_token_id") = std::uint32_t{600}; },
+         {"key \"tokenizer.ggml.bos_token_id\" is 600, outside the vocabulary of 264 tokens (ids 0 to 263)"}},
+        {"a BOS id that is not llama2.c's", [](metadata& m) { value_of(m, "tokenizer.ggml.bos_token_id") = std::uint32_t{0}; },
+         {"key \"tokenizer.ggml.bos_token_id\" is 0, expected 1"}},
+        {"an EOS id that is not llama2.c's", [](metadata& m) { value_of(m, "tokenizer.ggml.eos_token_id") = std::uint32_t{263}; },
+         {"key \"tokenizer.ggml.eos_token_id\" is 263, expected 2"}},
+        {"an EOS id of another type", [](metadata& m) { value_of(m, "tokenizer.ggml.eos_token_id") = std::int32_t{2}; },
+         {"key \"tokenizer.ggml.eos_token_id\" is int32, expected uint32"}},
+        {"a vocabulary too small for the byte tokens", [](metadata&) {},
+         {"the model's vocabulary of 258 tokens has no room for the byte-fallback tokens"}, 258},
+    };
+    scratch_dir directory;
+    for (const damage& broken : cases) {
+        INFO(broken.what);
+        metadata changed = gguf_vocabulary();
+        broken.change(changed);
+        const std::filesystem::path path = directory / "vocab.gguf";
+        const shaped::io::gguf_file file = gguf_of(path, changed);
+        const std::string message = error_message<io_error>([&] { (void)llama_tokenizer::from_gguf(file, broken.vocab_size); });
+        CHECK_THAT(message, Contains(path.string()));
+        for (const std::string& word : broken.words) CHECK_THAT(message, Contains(word));
     }
 }

@@ -32,6 +32,10 @@
 // Every byte of the file is checked before it is used: a file that is missing, ends early, holds
 // bytes past the model's vocab_size tokens, or holds a length or score that cannot be, is an
 // io_error naming the file, the token and what is wrong.
+//
+// The same vocabulary also comes in a GGUF file's tokenizer.ggml.* metadata (from_gguf), which
+// llama.cpp's converters write from the sentencepiece model llama2.c's export reads: both give
+// the same tables, so the same ids and text.
 
 #include <shaped/text/core.hpp>
 
@@ -42,6 +46,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace shaped::io {
+class gguf_file;
+}
 
 namespace shaped::text {
 
@@ -67,6 +75,18 @@ public:
     // From the file's contents, already in memory; `name` stands for the file in messages.
     static llama_tokenizer from_contents(std::string_view bytes, std::size_t vocab_size,
                                          std::string_view name = "tokenizer.bin");
+
+    // From a GGUF file's vocabulary, in llama.cpp's keys, giving the tables the same model's
+    // tokenizer.bin gives: tokenizer.ggml.model must be "llama" (sentencepiece's scored BPE;
+    // "gpt2" is a byte-level BPE, another tokenizer); tokenizer.ggml.tokens (strings, exactly
+    // `vocab_size`: the model's, token_embd.weight's rows) and tokenizer.ggml.scores (float32, as
+    // many) are the tokens and scores, with U+2581 spelled as a space and BOS and EOS as
+    // "\n<s>\n" and "\n</s>\n", as llama2.c's export spells them; tokenizer.ggml.token_type
+    // (int32), when there, must say byte (6) for ids 3 to 258; tokenizer.ggml.bos_token_id and
+    // eos_token_id (uint32), when there, must be 1 and 2 (their default, as llama.cpp's). The
+    // tokens are then checked as the constructor checks a file's. Each refusal is an io_error
+    // naming the file and the key.
+    static llama_tokenizer from_gguf(const io::gguf_file& file, std::size_t vocab_size);
 
     // The ids of `text`, after BOS (id 1) if `bos` and before EOS (id 2) if `eos`; any bytes
     // (see the rules above). The text "" gives only BOS and EOS, as asked.
