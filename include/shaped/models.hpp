@@ -5,3 +5,4 @@
 #include <shaped/models/generate.hpp>
 #include <shaped/models/llama.hpp>
 #include <shaped/models/llama_checkpoint.hpp>
+#include <shaped/models/llama_gguf.hpp>
