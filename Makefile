@@ -73,7 +73,7 @@ endef
 # The recipes below run CMake builds that are parallel themselves: keep make serial, so that
 # `make test` runs g++ first and clang++ second even under make -j.
 .NOTPARALLEL:
-.PHONY: all deps deps-python build demo test test-gcc test-clang asan fuzz bench compile-times fixtures clean
+.PHONY: bench-llama-cpp all deps deps-python build demo test test-gcc test-clang asan fuzz bench compile-times fixtures clean
 
 all: build
 
@@ -146,6 +146,15 @@ bench: deps deps-python
 		--workdir build/gcc/bench --out build/gcc/bench/memory.json
 	$(PYTHON) bench/report.py --threads $(BENCH_THREADS) --shaped build/gcc/bench/shaped.json \
 		--torch build/gcc/bench/torch.json --memory build/gcc/bench/memory.json --out build/gcc/bench/results.json
+
+# The llama.cpp column of the quantized benchmarks (tools/llama_cpp_bench.sh): builds llama.cpp's
+# tools first when build/llama.cpp has none (tools/llama_cpp_peer.sh, minutes; its fixtures go to
+# the build dir, not over the committed ones), then times both sides, one thread each.
+bench-llama-cpp: deps deps-python
+	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE),-DSHAPED_BUILD_BENCH=ON)
+	cmake --build build/gcc -j $(JOBS) --target shaped_bench
+	test -x build/llama.cpp/cmake/bin/llama-bench || OUT=build/llama.cpp/fixtures tools/llama_cpp_peer.sh
+	$(BENCH_ENV) tools/llama_cpp_bench.sh build/gcc/bench/shaped_bench
 
 # Wall time and peak memory of compiling the contract programs and the examples, without and
 # with shaped.hpp precompiled, the section 1 program's against the same program on plain

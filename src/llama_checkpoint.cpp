@@ -349,12 +349,13 @@ std::vector<std::string> llama_config_mismatches(const llama_checkpoint_config& 
     check("rotary pairing", found.rotary_pairing, compiled.rotary_pairing, describe_pairing);
     check("rms_norm_eps", found.norm_eps, compiled.norm_eps, number);
     check("rope_theta", found.rope_theta, compiled.rope_theta, number);
-    // A file's stored types must be the compiled formats (only a float checkpoint is quantized on
-    // loading). A classifier tied to the embedding is the embedding's.
+    // A quantized format keeps a file's blocks, so the file must store it (only a float checkpoint
+    // is quantized on loading); a dense one takes any type, dequantized. A classifier tied to the
+    // embedding is the embedding's.
     for (const stored_weight_type& weight : found.weight_types) {
         if (weight.kind == llama_weight_kinds.size() - 1 && compiled.tied_classifier) continue;
         const ggml_type expected = formats[weight.kind];
-        if (weight.type != expected)
+        if (expected != ggml_type::f32 && weight.type != expected)
             out.push_back("weights: " + weight.tensor + " is " + std::string(io::ggml_traits(weight.type).name) +
                           ", the compiled config's " + std::string(llama_weight_kinds[weight.kind]) + " " +
                           std::string(io::ggml_traits(expected).name));

@@ -27,6 +27,12 @@ using compiled_llama_configs = std::tuple<
     // The parity fixtures' Hugging Face Llama (tests/parity/fixtures/hf_llama/).
     shaped::models::llama_config<67, 32, 2, 6, 2, 24, 40, false, shaped::nn::rotary_pairing::halves>,
     // shaped-train's llama-char preset (apps/shaped-train/presets.hpp).
-    shaped::models::llama_config<256, 64, 4, 4, 2, 128, 352, true, shaped::nn::rotary_pairing::halves>>;
+    shaped::models::llama_config<256, 64, 4, 4, 2, 128, 352, true, shaped::nn::rotary_pairing::halves>,
+    // The TinyStories models as llama.cpp's llama-quantize writes them in Q8_0 and Q4_0 (a GGUF's
+    // types must be the compiled formats): the blocks multiplied by as they lie.
+    shaped::models::llama_cpp_quantized<shaped::models::stories260k, shaped::q8_0>,
+    shaped::models::llama_cpp_quantized<shaped::models::stories260k, shaped::q4_0>,
+    shaped::models::llama_cpp_quantized<shaped::models::stories110m, shaped::q8_0>,
+    shaped::models::llama_cpp_quantized<shaped::models::stories110m, shaped::q4_0>>;
 
 }  // namespace shaped_run

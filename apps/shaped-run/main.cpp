@@ -163,6 +163,9 @@ struct gpt_family {
     using config_type = shaped::models::gpt_checkpoint_config;
     template <class Config>
     static auto load(const fs::path& path, const config_type& found) { return shaped::models::load_gpt<Config>(path, found); }
+    // GPT's weights are float, as every checkpoint of it stores them.
+    template <class Config>
+    static bool keeps(const config_type&) { return true; }
     // GPT-2's BPE files beside the checkpoint, Hugging Face's names or OpenAI's.
     template <class Config>
     static std::optional<text_side> text(const options& opts) {
@@ -188,6 +191,8 @@ struct llama_family {
     using config_type = shaped::models::llama_checkpoint_config;
     template <class Config>
     static auto load(const fs::path& path, const config_type& found) { return shaped::models::load_llama<Config>(path, found); }
+    template <class Config>
+    static bool keeps(const config_type& found) { return shaped::models::keeps_stored_weights<Config>(found); }
     // llama2.c's tokenizer.bin given with -z; else a GGUF's own vocabulary, when it has one;
     // else the tokenizer.bin beside the checkpoint. Its vocabulary is the model's.
     template <class Config>
@@ -298,6 +303,11 @@ std::string not_compiled_in(const fs::path& checkpoint, const Found& found) {
 template <class Family, class... Configs>
 int run_compiled(std::tuple<Configs...>*, const options& opts, const typename Family::config_type& found) {
     int status = -1;
+    // First a config that keeps the weights as stored (a Q8_0 file's blocks), then any that loads.
+    ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty() && Family::template keeps<Configs>(found)
+          ? (status = run<Family, Configs>(opts, found))
+          : 0),
+     ...);
     ((status < 0 && shaped::models::config_mismatches<Configs>(found).empty()
           ? (status = run<Family, Configs>(opts, found))
           : 0),

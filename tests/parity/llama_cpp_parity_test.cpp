@@ -169,7 +169,12 @@ TEST_CASE("stories260K quantized by llama.cpp: shaped's runs of its Q8_0 and Q4_
 
     const auto q4_0 = models::load_llama<StoriesQ4>(llama_cpp_file("stories260K.q4_0.gguf"));
     const auto q4_batch = teacher_forced(*q4_0, ids), q4_steps = decoded(*q4_0, ids);
-    CHECK(largest_difference(q4_batch, q4_steps) < 1e-4);
+    // Decoding Q4_0 rounds x to Q8_0 (kernels/quantized_matmul.hpp: with VNNI its integer way is
+    // the faster): the two runs differ by that rounding, far less than either from F32.
+    const auto [between, between_top1] = divergence(q4_batch, q4_steps);
+    INFO("Q4_0 teacher-forced against decoded: KL " << between << ", top-1 " << between_top1);
+    CHECK(between < 0.05);
+    CHECK(between_top1 >= 0.9);
     const auto [theirs_q4, theirs_q4_top1] = divergence(f32, llama_cpp_logits("stories260K.q4_0.logits.f32"));
     for (const auto* ours : {&q4_batch, &q4_steps}) {
         const auto [kl, top1] = divergence(f32, *ours);
@@ -181,11 +186,14 @@ TEST_CASE("stories260K quantized by llama.cpp: shaped's runs of its Q8_0 and Q4_
     }
 }
 
-TEST_CASE("stories260K's GGUF types must be the compiled formats, each misfit one line naming the tensor",
+TEST_CASE("stories260K's GGUF types must be the compiled quantized formats, each misfit one line naming the tensor",
           "[llama][io][gguf][llama_cpp]") {
-    const auto dense = error_message<io::io_error>([] { (void)models::load_llama<Stories>(llama_cpp_file("stories260K.q8_0.gguf")); });
-    CHECK_THAT(dense, Contains("weights: blk.0.attn_q.weight is q8_0, the compiled config's wq f32"));
-    CHECK_THAT(dense, Contains("weights: blk.4.ffn_down.weight is f16, the compiled config's w2 f32"));
+    // A dense model takes any type, dequantized; one that keeps blocks takes its own formats only.
+    const auto q8_file = models::read_llama_config(llama_cpp_file("stories260K.q8_0.gguf"));
+    CHECK(models::config_mismatches<Stories>(q8_file).empty());
+    CHECK_FALSE(models::keeps_stored_weights<Stories>(q8_file));
+    CHECK(models::keeps_stored_weights<StoriesQ8>(q8_file));
+    CHECK_FALSE(models::keeps_stored_weights<StoriesQ4>(q8_file));
     const auto q8 = error_message<io::io_error>([] { (void)models::load_llama<StoriesQ8>(llama_cpp_file("stories260K.q4_0.gguf")); });
     CHECK_THAT(q8, Contains("weights: token_embd.weight is q4_0, the compiled config's tok_embeddings q8_0"));
     CHECK_THAT(q8, Contains("classifier: the checkpoint has its own"));

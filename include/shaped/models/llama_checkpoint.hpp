@@ -43,6 +43,7 @@
 #include <shaped/models/gpt_checkpoint.hpp>
 #include <shaped/models/llama.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -112,9 +113,16 @@ llama_checkpoint_config gguf_llama_config(const io::gguf_file& file);
 // A Hugging Face LlamaConfig's config.json text.
 llama_checkpoint_config parse_hf_llama_config(std::string_view text, const std::filesystem::path& path);
 
-// One line per way the checkpoint's config differs from Config; empty when it is Config.
+// One line per way the checkpoint's config differs from Config; empty when it is Config. A
+// quantized weight format of Config's must be the type a file stores it in (a float checkpoint's
+// weights are quantized on loading); a dense one takes any, dequantized.
 template <class Config>
 std::vector<std::string> config_mismatches(const llama_checkpoint_config& found);
+
+// Whether Config keeps every weight as the checkpoint stores it: each of its formats the file's
+// type (f32 for a float checkpoint's), so that loading neither dequantizes nor quantizes.
+template <class Config>
+bool keeps_stored_weights(const llama_checkpoint_config& found);
 
 // The one line of C++ that names a config: "llama_config<512, 512, 5, 8, 4, 64, 172>", with
 // eps and theta when they are not the defaults (a value no config holds spelled as a comment;
@@ -337,6 +345,17 @@ template <class Config>
 std::vector<std::string> config_mismatches(const llama_checkpoint_config& found) {
     return detail::llama_config_mismatches(found, detail::compiled_llama_config<Config>(),
                                            detail::compiled_weight_formats<Config>());
+}
+
+template <class Config>
+bool keeps_stored_weights(const llama_checkpoint_config& found) {
+    const auto formats = detail::compiled_weight_formats<Config>();
+    if (found.weight_types.empty())
+        return std::all_of(formats.begin(), formats.end(), [](ggml_type f) { return f == ggml_type::f32; });
+    return std::all_of(found.weight_types.begin(), found.weight_types.end(), [&](const stored_weight_type& weight) {
+        const bool tied_away = weight.kind == llama_weight_kinds.size() - 1 && Config::tied_classifier;
+        return tied_away || formats[weight.kind] == weight.type;
+    });
 }
 
 template <class Config>

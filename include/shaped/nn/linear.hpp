@@ -10,6 +10,8 @@
 // compile error naming the format, the block width and the dim otherwise. A quantized weight is
 // for inference: it is loaded (a GGUF file's, models::load_llama) or drawn, not trained.
 
+// Quantized first: a misfit format is then reported under the shortest chain of includes.
+#include <shaped/tensor/quantized.hpp>
 #include <shaped/kernels.hpp>
 #include <shaped/nn/diagnostics.hpp>
 #include <shaped/nn/module.hpp>
