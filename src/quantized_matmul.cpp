@@ -107,9 +107,10 @@ __m256 block_products(__m256i w, __m256i a) {
 
 float half_value(half h) { return _cvtsh_ss(h.bits); }
 
-// A Q4_0 block's 32 values q - 8 as signed bytes, in element order: byte j's low nibble is
-// element j, its high nibble element j + 16.
-__m256i q4_0_values(const block_q4_0& b) {
+// A block's 32 weights as signed bytes, in element order: Q8_0's as stored; Q4_0's q - 8, byte
+// j's low nibble element j, its high nibble element j + 16.
+__m256i signed_values(const block_q8_0& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+__m256i signed_values(const block_q4_0& b) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
     const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
     const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
@@ -119,60 +120,33 @@ __m256i q4_0_values(const block_q4_0& b) {
 float half_value(half h) { return half_to_float(h); }
 #endif
 
-// One weight row of Q8_0 or Q4_0 blocks against an activation row quantized to Q8_0.
-float dot_row(const block_q8_0* w, const block_q8_0* a, std::size_t blocks) {
-#ifdef SHAPED_QUANTIZED_AVX2
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    std::size_t b = 0;
-    for (; b + 2 <= blocks; b += 2) {
-        const __m256 p0 = block_products(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs)),
-                                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)));
-        const __m256 p1 = block_products(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b + 1].qs)),
-                                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b + 1].qs)));
-        acc0 = _mm256_fmadd_ps(p0, _mm256_set1_ps(half_value(w[b].d) * half_value(a[b].d)), acc0);
-        acc1 = _mm256_fmadd_ps(p1, _mm256_set1_ps(half_value(w[b + 1].d) * half_value(a[b + 1].d)), acc1);
-    }
-    for (; b < blocks; ++b) {
-        const __m256 p = block_products(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs)),
-                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)));
-        acc0 = _mm256_fmadd_ps(p, _mm256_set1_ps(half_value(w[b].d) * half_value(a[b].d)), acc0);
-    }
-    return horizontal_sum(_mm256_add_ps(acc0, acc1));
-#else
-    float sum = 0;
-    for (std::size_t b = 0; b < blocks; ++b) {
-        std::int32_t s = 0;
-        for (int i = 0; i < 32; ++i) s += std::int32_t{w[b].qs[i]} * std::int32_t{a[b].qs[i]};
-        sum += static_cast<float>(s) * half_value(w[b].d) * half_value(a[b].d);
-    }
-    return sum;
-#endif
-}
+// Weight i of a block as a signed number, for the scalar way.
+int signed_value(const block_q8_0& b, int i) { return b.qs[i]; }
+int signed_value(const block_q4_0& b, int i) { return (i < 16 ? b.qs[i] & 0x0F : b.qs[i - 16] >> 4) - 8; }
 
-float dot_row(const block_q4_0* w, const block_q8_0* a, std::size_t blocks) {
+// One weight row of Q8_0 or Q4_0 blocks against an activation row quantized to Q8_0.
+template <class Block>
+float dot_row(const Block* w, const block_q8_0* a, std::size_t blocks) {
 #ifdef SHAPED_QUANTIZED_AVX2
+    // acc plus block b's products, scaled.
+    const auto add_block = [&](__m256 acc, std::size_t b) {
+        return _mm256_fmadd_ps(block_products(signed_values(w[b]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs))),
+                               _mm256_set1_ps(half_value(w[b].d) * half_value(a[b].d)), acc);
+    };
+    // Two sums, so that consecutive blocks do not wait on one another's addition.
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     std::size_t b = 0;
     for (; b + 2 <= blocks; b += 2) {
-        const __m256 p0 = block_products(q4_0_values(w[b]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)));
-        const __m256 p1 =
-            block_products(q4_0_values(w[b + 1]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b + 1].qs)));
-        acc0 = _mm256_fmadd_ps(p0, _mm256_set1_ps(half_value(w[b].d) * half_value(a[b].d)), acc0);
-        acc1 = _mm256_fmadd_ps(p1, _mm256_set1_ps(half_value(w[b + 1].d) * half_value(a[b + 1].d)), acc1);
+        acc0 = add_block(acc0, b);
+        acc1 = add_block(acc1, b + 1);
     }
-    for (; b < blocks; ++b) {
-        const __m256 p = block_products(q4_0_values(w[b]), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)));
-        acc0 = _mm256_fmadd_ps(p, _mm256_set1_ps(half_value(w[b].d) * half_value(a[b].d)), acc0);
-    }
+    if (b < blocks) acc0 = add_block(acc0, b);
     return horizontal_sum(_mm256_add_ps(acc0, acc1));
 #else
     float sum = 0;
     for (std::size_t b = 0; b < blocks; ++b) {
         std::int32_t s = 0;
-        for (int i = 0; i < 16; ++i) {
-            s += (std::int32_t{w[b].qs[i] & 0x0F} - 8) * std::int32_t{a[b].qs[i]};
-            s += (std::int32_t{w[b].qs[i] >> 4} - 8) * std::int32_t{a[b].qs[i + 16]};
-        }
+        for (int i = 0; i < 32; ++i) s += signed_value(w[b], i) * std::int32_t{a[b].qs[i]};
         sum += static_cast<float>(s) * half_value(w[b].d) * half_value(a[b].d);
     }
     return sum;
