@@ -294,60 +294,182 @@ void quantize_activation(const float* x, block_q8_0* y, std::size_t n) {
     }
 }
 
-#if defined(SHAPED_QUANTIZED_AVX512) && defined(__AVX512VNNI__)
+// The 512-bit integer kernels: VNNI's vpdpbusd, and VBMI's byte permutes (Ice Lake and Zen 4 on).
+#if defined(SHAPED_QUANTIZED_AVX512) && defined(__AVX512VNNI__) && defined(__AVX512VBMI__)
 #define SHAPED_QUANTIZED_VNNI512 1
-// Q4_0 rows against x quantized to Q8_0, two blocks to a 512-bit vpdpbusd: the nibbles 0..15
-// multiply the activation's signed bytes, and the 8 they stand above their value comes off once
-// a block, as 8 times the block's sum of activation bytes. The activation is laid out for it: its
-// bytes contiguous, each block's scale and 8 d sum(q) beside.
-void q4_0_vnni_rows(const quantized_weight& w, const float* x, std::size_t n, float* y) {
-    const std::size_t blocks = w.cols / 32;
+// Q4_0 rows against x quantized to Q8_0, four blocks at a time in 512-bit registers. The four
+// blocks' 64 bytes of nibbles come in by four loads, their scales by one byte permute (VBMI's
+// vpermb); the low nibbles (elements 0..15 of each block) and the high ones
+// (16..31) each take a vpdpbusd against the activation bytes laid out to match, so block k's
+// products land in int32 lanes 4k..4k+3. The nibbles are q + 8: the accumulator starts at -8 times
+// each block's sum of activation bytes. The activation is laid out so once a row of x: a group of
+// four weight blocks costs five loads, a permute, its unpacking, two vpdpbusd, and three
+// multiplies, with nothing scalar. Two accumulators, as one's multiply-adds would wait on each
+// other.
+struct activation_groups {
+    struct group {
+        __m512i low, high;  // bytes: elements 0..15 (then 16..31) of each of the four blocks
+        __m512i start;      // lane 4k: -8 sum(q) of block k
+        __m512 scales;      // lanes 4k..4k+3: block k's scale
+    };
+    std::vector<group> groups;
+};
+
+void quantize_activation(const float* x, activation_groups& a, std::size_t n) {
+    const std::size_t blocks = n / 32;
     std::vector<block_q8_0> quantized(blocks);
-    std::vector<std::int8_t> bytes(w.cols);
-    std::vector<float> scales(blocks), offsets(blocks);
-    const auto* all = static_cast<const block_q4_0*>(w.blocks);
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (std::size_t i = 0; i < n; ++i) {
-        quantize_activation(x + i * w.cols, quantized.data(), w.cols);
-        for (std::size_t b = 0; b < blocks; ++b) {
-            std::int32_t sum = 0;
-            for (int k = 0; k < 32; ++k) sum += bytes[b * 32 + k] = quantized[b].qs[k];
-            scales[b] = half_value(quantized[b].d);
-            offsets[b] = 8.0f * scales[b] * static_cast<float>(sum);
+    quantize_activation(x, quantized.data(), n);
+    a.groups.resize(blocks / 4);
+    for (std::size_t g = 0; g < blocks / 4; ++g) {
+        alignas(64) std::int8_t low[64], high[64];
+        alignas(64) std::int32_t start[16] = {};
+        alignas(64) float scales[16];
+        for (int k = 0; k < 4; ++k) {
+            const block_q8_0& q = quantized[4 * g + k];
+            std::memcpy(low + 16 * k, q.qs, 16);
+            std::memcpy(high + 16 * k, q.qs + 16, 16);
+            start[4 * k] = -8 * std::accumulate(q.qs, q.qs + 32, std::int32_t{0});
+            std::fill_n(scales + 4 * k, 4, half_value(q.d));
         }
+        a.groups[g] = {_mm512_load_si512(low), _mm512_load_si512(high), _mm512_load_si512(start), _mm512_load_ps(scales)};
+    }
+}
+
+// The byte permute that spreads a group's four scales (the two bytes at 18k, block k's) to
+// 16-bit lanes 4k..4k+3.
+__m512i scale_spread() {
+    alignas(64) std::uint8_t d[64] = {};
+    for (int lane = 0; lane < 16; ++lane) {
+        d[2 * lane] = static_cast<std::uint8_t>(18 * (lane / 4));
+        d[2 * lane + 1] = static_cast<std::uint8_t>(18 * (lane / 4) + 1);
+    }
+    return _mm512_load_si512(d);
+}
+
+inline __m512 group_product(const block_q4_0* blocks, const activation_groups::group& a, __m512i spread, __m512 acc) {
+    // The nibbles by 16-byte loads: two 64-byte ones (and vpermt2b) streamed from memory at half
+    // the speed (11 against 33 GB/s), though they ran as fast from the caches.
+    __m512i packed = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[0].qs)));
+    packed = _mm512_inserti32x4(packed, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[1].qs)), 1);
+    packed = _mm512_inserti32x4(packed, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[2].qs)), 2);
+    packed = _mm512_inserti32x4(packed, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[3].qs)), 3);
+    // The four scales, at bytes 0, 18, 36 and 54, by one permute of the group's first 64 bytes.
+    const __m512i first = _mm512_loadu_si512(reinterpret_cast<const char*>(blocks));
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512i dots = _mm512_dpbusd_epi32(a.start, _mm512_and_si512(packed, low4), a.low);
+    dots = _mm512_dpbusd_epi32(dots, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4), a.high);
+    const __m512 weight_scales = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi8(spread, first)));
+    return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dots), a.scales), weight_scales, acc);
+}
+
+void q4_0_vnni_rows(const quantized_weight& w, const float* x, std::size_t n, float* y) {
+    const std::size_t blocks = w.cols / 32, grouped = blocks / 4 * 4;
+    const __m512i spread = scale_spread();
+    activation_groups a;
+    std::vector<block_q8_0> tail(blocks);  // the last blocks' activation, when four do not divide them
+    const auto* all = static_cast<const block_q4_0*>(w.blocks);
+    for (std::size_t i = 0; i < n; ++i) {
+        quantize_activation(x + i * w.cols, a, w.cols);
+        if (grouped < blocks) quantize_activation(x + i * w.cols, tail.data(), w.cols);
         float* out = y + i * w.rows;
         for (std::size_t r = 0; r < w.rows; ++r) {
             const block_q4_0* row = all + r * blocks;
+            __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+            std::size_t g = 0;
+            for (; g + 2 <= a.groups.size(); g += 2) {
+                acc0 = group_product(row + 4 * g, a.groups[g], spread, acc0);
+                acc1 = group_product(row + 4 * g + 4, a.groups[g + 1], spread, acc1);
+            }
+            if (g < a.groups.size()) acc0 = group_product(row + 4 * g, a.groups[g], spread, acc0);
+            float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+            if (grouped < blocks) sum += dot_row(row + grouped, tail.data() + grouped, blocks - grouped);
+            out[r] = sum;
+        }
+    }
+}
+#endif
+
+// x as ggml's CPU backend quantizes an activation for a K-quant product (quantize_row_q8_K_ref):
+// per 256 values one float scale, 1 / (-127 / m) for m the value of largest magnitude, each value
+// rounded to nearest (ties to even) and capped at 127. Beside them, 32 times each 16 bytes' sum:
+// what Q6_K's offset of 32 takes off a sub-block's products.
+struct activation_q8_K {
+    std::vector<std::int8_t> bytes;
+    std::vector<float> scales;          // one a super-block
+    std::vector<std::int32_t> offsets;  // 32 sum(q), one a 16
+};
+
+void quantize_activation(const float* x, activation_q8_K& y, std::size_t n) {
+    y.bytes.resize(n);
+    y.scales.resize(n / qk_k);
+    y.offsets.resize(n / 16);
+    for (std::size_t b = 0; b < n / qk_k; ++b) {
+        const float* xb = x + b * qk_k;
+        std::int8_t* q = y.bytes.data() + b * qk_k;
+        float max = 0, amax = 0;
+        for (std::size_t i = 0; i < qk_k; ++i)
+            if (std::abs(xb[i]) > amax) amax = std::abs(xb[i]), max = xb[i];
+        const float iscale = amax != 0.0f ? -127.0f / max : 0.0f;
+        for (std::size_t i = 0; i < qk_k; ++i)
+            q[i] = static_cast<std::int8_t>(std::min(127.0f, std::nearbyint(iscale * xb[i])));
+        y.scales[b] = amax != 0.0f ? 1.0f / iscale : 0.0f;
+        for (std::size_t j = 0; j < qk_k / 16; ++j)
+            y.offsets[b * 16 + j] = 32 * std::accumulate(q + 16 * j, q + 16 * j + 16, std::int32_t{0});
+    }
+}
+
+#ifdef SHAPED_QUANTIZED_VNNI512
+// Q6_K rows against x quantized to Q8_K, 64 weights a vpdpbusd: the 6-bit values 0..63 multiply
+// the activation's signed bytes, each int32 lane the sum of 4 neighbours, so a sub-block of 16 is
+// 4 lanes and its scale multiplies them; the offset of 32 comes off as its scale times 32 sum(q).
+// Each lane's sum over a super-block is exact in int32 (below 2^25), then one float multiply-add.
+void q6_K_vnni_rows(const quantized_weight& w, const float* x, std::size_t n, float* y) {
+    const std::size_t blocks = w.cols / qk_k;
+    activation_q8_K a;
+    const auto* all = static_cast<const block_q6_K*>(w.blocks);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
+    // Lanes 4j..4j+3 of the k-th product take the scale of sub-block 4k + j.
+    const __m512i spread[4] = {
+        _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+        _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4),
+        _mm512_set_epi32(11, 11, 11, 11, 10, 10, 10, 10, 9, 9, 9, 9, 8, 8, 8, 8),
+        _mm512_set_epi32(15, 15, 15, 15, 14, 14, 14, 14, 13, 13, 13, 13, 12, 12, 12, 12)};
+    for (std::size_t i = 0; i < n; ++i) {
+        quantize_activation(x + i * w.cols, a, w.cols);
+        float* out = y + i * w.rows;
+        for (std::size_t r = 0; r < w.rows; ++r) {
+            const block_q6_K* row = all + r * blocks;
             __m512 acc = _mm512_setzero_ps();
-            float offset = 0;
-            std::size_t b = 0;
-            for (; b + 2 <= blocks; b += 2) {
-                const __m256i packed = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[b + 1].qs)),
-                                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[b].qs)));
-                const __m256i lo = _mm256_and_si256(packed, low4);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-                // [lo b, lo b+1, hi b, hi b+1] in 128-bit lanes, to [lo b, hi b, lo b+1, hi b+1]: each
-                // block's 32 elements in order, against its 32 activation bytes.
-                const __m512i q = _mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                                                       _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                                                       _MM_SHUFFLE(3, 1, 2, 0));
-                const __m512i a = _mm512_loadu_si512(bytes.data() + b * 32);
-                const __m512 dots = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, a));
-                const float d0 = half_value(row[b].d), d1 = half_value(row[b + 1].d);
-                const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(d0 * scales[b]), _mm256_set1_ps(d1 * scales[b + 1]), 1);
-                acc = _mm512_fmadd_ps(dots, scale, acc);
-                offset += d0 * offsets[b] + d1 * offsets[b + 1];
+            for (std::size_t b = 0; b < blocks; ++b) {
+                const block_q6_K& blk = row[b];
+                const std::int8_t* xq = a.bytes.data() + b * qk_k;
+                const __m512i scales = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+                __m512i sum = _mm512_sub_epi32(
+                    _mm512_setzero_si512(),
+                    _mm512_mullo_epi32(scales, _mm512_loadu_si512(a.offsets.data() + b * 16)));
+                for (int half = 0; half < 2; ++half) {
+                    // ggml's order (dequantize_row_q6_K): of 128 values, ql's 64 bytes give the low
+                    // nibbles of 0..63 and the high ones of 64..127; qh's 32 bytes two bits each.
+                    const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * half));
+                    const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.ql + 64 * half + 32));
+                    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * half));
+                    const auto six = [&](__m256i nibbles, int shift) {
+                        return _mm256_or_si256(nibbles, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), low2), 4));
+                    };
+                    const __m256i q0 = six(_mm256_and_si256(ql0, low4), 0);
+                    const __m256i q1 = six(_mm256_and_si256(ql1, low4), 2);
+                    const __m256i q2 = six(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4), 4);
+                    const __m256i q3 = six(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4), 6);
+                    const __m512i first = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+                    const __m512i second = _mm512_inserti64x4(_mm512_castsi256_si512(q2), q3, 1);
+                    const __m512i dot0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), first, _mm512_loadu_si512(xq + 128 * half));
+                    const __m512i dot1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), second, _mm512_loadu_si512(xq + 128 * half + 64));
+                    sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(dot0, _mm512_permutexvar_epi32(spread[2 * half], scales)));
+                    sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(dot1, _mm512_permutexvar_epi32(spread[2 * half + 1], scales)));
+                }
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(half_value(blk.d) * a.scales[b]), acc);
             }
-            float sum = _mm512_reduce_add_ps(acc);
-            for (; b < blocks; ++b) {
-                std::int32_t dot = 0;
-                for (int k = 0; k < 16; ++k)
-                    dot += std::int32_t{row[b].qs[k] & 0x0F} * bytes[b * 32 + k] + std::int32_t{row[b].qs[k] >> 4} * bytes[b * 32 + 16 + k];
-                const float d = half_value(row[b].d);
-                sum += d * scales[b] * static_cast<float>(dot);
-                offset += d * offsets[b];
-            }
-            out[r] = sum - offset;
+            out[r] = _mm512_reduce_add_ps(acc);
         }
     }
 }
@@ -408,6 +530,7 @@ void quantized_matmul_integer(const quantized_weight& w, const float* x, std::si
     with_format(w.type, [&]<class F>() {
 #ifdef SHAPED_QUANTIZED_VNNI512
         if constexpr (std::is_same_v<F, shaped::q4_0>) return q4_0_vnni_rows(w, x, n, y);
+        if constexpr (std::is_same_v<F, shaped::q6_K>) return q6_K_vnni_rows(w, x, n, y);
 #endif
         if constexpr (std::is_same_v<F, shaped::q8_0> || std::is_same_v<F, shaped::q4_0>) integer_rows<F>(w, x, n, y);
         else if constexpr (std::is_same_v<F, shaped::f16>) half_rows(w, x, n, y);
@@ -432,7 +555,8 @@ void quantized_matmul_rows(const quantized_weight& w, const float* x, std::size_
 #ifdef SHAPED_QUANTIZED_AVX512
 #ifdef SHAPED_QUANTIZED_VNNI512
     // Q4_0's nibbles take twice the float way's work to unpack: its integer way is 1.5-1.8x faster.
-    if (w.type == ggml_type::q4_0) return quantized_matmul_integer(w, x, n, y);
+    // Q6_K's 6-bit values and sub-block scales, 3x.
+    if (w.type == ggml_type::q4_0 || w.type == ggml_type::q6_K) return quantized_matmul_integer(w, x, n, y);
 #endif
     quantized_matmul_registers(w, x, n, y);
 #else

@@ -13,12 +13,16 @@
 //                                F32, over 256 steps decoded, 0.024 against the integer way's
 //                                0.041 (llama.cpp's: 0.038). With 8-wide vectors the float way is
 //                                1.7x slower, so AVX2 takes the integer one; and Q4_0 takes it
-//                                with AVX-512 VNNI too (two blocks a 512-bit vpdpbusd, its
-//                                nibbles unpacked in half the float way's work: 1.5-1.8x faster;
-//                                decoding stories260K's Q4_0 file, KL from F32 2.167 against the
-//                                float way's 2.172 and llama.cpp's 2.152). K-quants, F16 and
-//                                BF16 rows are converted a row at a time into a buffer of one row,
-//                                in L1, and dotted in floats (F16 in registers)
+//                                with AVX-512 VNNI and VBMI too (four blocks a 512-bit register,
+//                                two vpdpbusd, nothing scalar: streaming a stories110M's layers
+//                                from memory, 2.6x the float way's speed; decoding stories260K's
+//                                Q4_0 file, KL from F32 2.167 against the float way's 2.172 and
+//                                llama.cpp's 2.152). Q6_K with VNNI: x quantized to Q8_K as ggml
+//                                does, 64 weights a vpdpbusd, 3x the float way (its sub-block
+//                                scales cost the float way a multiply each 16). Other K-quants,
+//                                and Q6_K without VNNI, dequantized in registers (AVX-512) or a
+//                                row at a time into a buffer of one row, in L1, and dotted in
+//                                floats; F16 in registers
 //   many rows (prefill)          tiles of W's rows dequantized into a buffer of tile_rows rows,
 //                                each multiplied by all of x with one BLAS GEMM
 //
