@@ -256,8 +256,11 @@ private:
         return prefix_view(storage.data(), extents, storage.strides());
     }
 
-    Tensor<T, Ds...> keys_;
-    Tensor<T, Ds...> values_;
+    // Left unfilled: a slot is written before it is read (the prefix views hold only written
+    // ones). A whole context's cache is large beside what one generation writes (stories110M's:
+    // 75 MB, of which 128 tokens write 9), and zero-filling it cost a decode of 128 tokens 7%.
+    Tensor<T, Ds...> keys_ = Tensor<T, Ds...>::for_overwrite({Ds::extent...});
+    Tensor<T, Ds...> values_ = Tensor<T, Ds...>::for_overwrite({Ds::extent...});
     lengths_type lengths_{};
 };
 
