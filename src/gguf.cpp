@@ -173,6 +173,13 @@ public:
         if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
     }
     std::span<const std::byte> bytes() const { return {data_, size_}; }
+    // Drops the whole pages inside [offset, offset + size) from the process's memory; they are
+    // read back from the file if touched again. A hint: a refusal changes nothing.
+    void release(std::size_t offset, std::size_t size) const {
+        const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+        const std::size_t first = (offset + page - 1) / page * page, end = (offset + size) / page * page;
+        if (data_ != nullptr && first < end) ::madvise(const_cast<std::byte*>(data_) + first, end - first, MADV_DONTNEED);
+    }
 
 private:
     const std::byte* data_ = nullptr;
@@ -575,6 +582,11 @@ const gguf_tensor_info& gguf_file::info(std::string_view name) const {
 std::span<const std::byte> gguf_file::bytes(std::string_view name) const {
     const gguf_tensor_info& tensor = info(name);
     return state_->map->bytes().subspan(state_->data_offset + static_cast<std::size_t>(tensor.offset), tensor.size);
+}
+
+void gguf_file::release(std::string_view name) const {
+    const gguf_tensor_info& tensor = info(name);
+    state_->map->release(state_->data_offset + static_cast<std::size_t>(tensor.offset), tensor.size);
 }
 
 std::string gguf_file::where(std::string_view name) const { return state_->path.string() + ": " + tensor_label(name); }

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -432,6 +434,45 @@ TEST_CASE("gguf: copies share the map, whose bytes outlive the first file", "[io
     std::memcpy(&value, bytes.data() + 4, sizeof value);
     CHECK(value == -0.5f);
     CHECK(copy.bytes("token_embd.weight").data() == bytes.data());
+}
+
+namespace {
+// Kilobytes of the mapping holding `address` resident in this process (Linux's /proc/self/smaps).
+std::size_t resident_kb_of_mapping(const void* address) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        std::uintptr_t first = 0, end = 0;
+        char dash = 0;
+        std::istringstream range(line);
+        if (range >> std::hex >> first >> dash >> end && dash == '-') inside = first <= at && at < end;
+        else if (inside && line.rfind("Rss:", 0) == 0) return std::stoul(line.substr(4));
+    }
+    FAIL("no mapping holds the tensor's bytes");
+    return 0;
+}
+}  // namespace
+
+TEST_CASE("gguf: loading a tensor releases its pages of the map, whose bytes still read", "[io][gguf]") {
+    scratch_dir dir;
+    using R = shaped::dim<"R", 64>;
+    using C = shaped::dim<"C", 1024>;  // 256 KiB of floats
+    shaped::Generator gen(5);
+    const auto w = shaped::randn<float, R, C>(gen);
+    io::gguf_writer out;
+    out.add_tensor("w", w);
+    out.save(dir / "w.gguf");
+    const io::gguf_file file(dir / "w.gguf");
+    const std::span<const std::byte> bytes = file.bytes("w");
+    float sum = 0;  // every page touched: resident
+    for (std::size_t i = 0; i < bytes.size(); i += 1024) sum += static_cast<float>(bytes[i]);
+    CHECK(sum >= 0);
+    CHECK(resident_kb_of_mapping(bytes.data()) >= 256);
+    const auto loaded = file.load<float, R, C>("w");
+    CHECK(resident_kb_of_mapping(bytes.data()) < 16);  // the header's page, at most a few more
+    CHECK(std::memcmp(bytes.data(), w.data(), bytes.size()) == 0);  // read back from the file
+    CHECK(std::memcmp(loaded.data(), w.data(), bytes.size()) == 0);
 }
 
 TEST_CASE("gguf: every truncation of a valid file is an io_error", "[io][gguf]") {

@@ -179,9 +179,15 @@ public:
     // The 2-d tensor `name` in its blocks, as a QuantizedMatrix<F, Rows, Cols> (ne = {Cols, Rows}):
     // its ggml type must be F's (io_error naming the tensor, the expected and the found type),
     // its shape must fit the dims (shape_error naming the file and the tensor). The blocks are
-    // copied out of the map.
+    // copied out of the map (and its pages released).
     template <StorageFormat F, Dim Rows, Dim Cols>
     QuantizedMatrix<F, Rows, Cols> load_quantized(std::string_view name) const;
+
+    // Drops the tensor's pages from the process's memory: what load, dequantize and
+    // load_quantized do once they have copied a tensor out, so that a model loaded from the
+    // file does not hold its weights twice, in the map and in its own storage, at the peak.
+    // bytes(name) stays valid: its pages are read back from the file when touched again.
+    void release(std::string_view name) const;
 
     // Where a message is about: `<path>: tensor "<name>"`, the name escaped.
     std::string where(std::string_view name) const;
@@ -314,6 +320,7 @@ Tensor<T, Ds...> gguf_file::load(std::string_view name) const {
     const std::span<const std::byte> stored_bytes = bytes(name);
     return typed_tensor<T, Ds...>(stored, [&](std::span<std::byte> out) {
         std::copy(stored_bytes.begin(), stored_bytes.end(), out.begin());  // the sizes agree: dtype and shape checked
+        release(name);
     });
 }
 
@@ -330,6 +337,7 @@ Tensor<float, Ds...> gguf_file::dequantize(std::string_view name) const {
         if (!detail::dequantize_rows(entry.type, stored, row,
                                      std::span<float>(reinterpret_cast<float*>(out.data()), out.size() / sizeof(float))))
             detail::gguf_not_dequantizable(where(name), entry.type);
+        release(name);
     });
 }
 
@@ -345,6 +353,7 @@ QuantizedMatrix<F, Rows, Cols> gguf_file::load_quantized(std::string_view name) 
     QuantizedMatrix<F, Rows, Cols> matrix(extents);
     const std::span<const std::byte> stored = bytes(name);  // the reader checked: rows x blocks a row
     std::memcpy(matrix.blocks().data(), stored.data(), stored.size());
+    release(name);
     return matrix;
 }
 
