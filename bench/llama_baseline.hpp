@@ -1,8 +1,9 @@
 #pragma once
 // The hand-written baseline for Llama decoding: one token's forward pass in plain C loops, as
 // llama2.c's run.c writes it (a loop nest per matmul, no BLAS, no threads), over llama2.c's
-// version-0 checkpoint. Nothing of shaped is used here, so that llama_bench.cpp can time shaped's
-// Llama against what a reader of run.c would write by hand.
+// version-0 checkpoint. Its loops (llama_baseline.cpp) are compiled as run.c's README tells its
+// users to compile run.c, -Ofast -march=native. Nothing of shaped is used here, so that
+// llama_bench.cpp can time shaped's Llama against what a reader of run.c would write by hand.
 //
 // The file (/work/shared/models/README.md has the format): seven little-endian int32s (dim,
 // hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len; a negative vocab_size means a
@@ -15,10 +16,8 @@
 // positive and consistent, and the file exactly as long as they say.
 
 #include <bit>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -191,161 +190,21 @@ inline Transformer::Transformer(const std::filesystem::path& path) {
     s.value_cache.resize(cache);
 }
 
-// ---- the blocks ------------------------------------------------------------------------------
-
-// o = weight * x / sqrt(mean(x^2) + 1e-5); o may be x.
-inline void rmsnorm(float* o, const float* x, const float* weight, std::size_t size) {
-    float ss = 0.0f;
-    for (std::size_t j = 0; j < size; j++) ss += x[j] * x[j];
-    ss /= static_cast<float>(size);
-    ss += 1e-5f;
-    ss = 1.0f / std::sqrt(ss);
-    for (std::size_t j = 0; j < size; j++) o[j] = weight[j] * (ss * x[j]);
-}
-
-// x[0, size) = softmax(x[0, size)).
-inline void softmax(float* x, std::size_t size) {
-    float max_val = x[0];
-    for (std::size_t i = 1; i < size; i++)
-        if (x[i] > max_val) max_val = x[i];
-    float sum = 0.0f;
-    for (std::size_t i = 0; i < size; i++) {
-        x[i] = std::exp(x[i] - max_val);
-        sum += x[i];
-    }
-    for (std::size_t i = 0; i < size; i++) x[i] /= sum;
-}
-
-// xout (d,) = W (d, n) @ x (n,): the one loop nest every matmul of the forward pass goes through.
-inline void matmul(float* xout, const float* x, const float* w, std::size_t n, std::size_t d) {
-    for (std::size_t i = 0; i < d; i++) {
-        float val = 0.0f;
-        for (std::size_t j = 0; j < n; j++) val += w[i * n + j] * x[j];
-        xout[i] = val;
-    }
-}
+// ---- the forward pass, in llama_baseline.cpp ------------------------------------------------
+// That file alone is built -Ofast -march=native, as run.c is built by its users; shaped's code
+// beside it in the bench is built without fast-math, as the library is.
 
 // The logits (vocab_size,) of `token` at position `pos`, the keys and values of positions
 // 0 .. pos - 1 being in the cache already (this call writes pos's). They live in t.state until
 // the next call.
-inline const float* forward(Transformer& t, int token, int pos) {
-    const Config& p = t.config;
-    const Weights& w = t.weights;
-    RunState& s = t.state;
-    if (token < 0 || static_cast<std::size_t>(token) >= p.vocab_size)
-        throw std::out_of_range("bench::llama::forward: token " + std::to_string(token) + " is not below vocab_size " +
-                                std::to_string(p.vocab_size));
-    if (pos < 0 || static_cast<std::size_t>(pos) >= p.seq_len)
-        throw std::out_of_range("bench::llama::forward: position " + std::to_string(pos) + " is not below seq_len " +
-                                std::to_string(p.seq_len));
-    const std::size_t dim = p.dim, kv_dim = p.kv_dim(), hidden_dim = p.hidden_dim, head_size = p.head_size();
-    const std::size_t kv_mul = p.n_heads / p.n_kv_heads;  // query heads per key/value head
-    const auto position = static_cast<std::size_t>(pos);
-    float* x = s.x.data();
-
-    std::memcpy(x, w.token_embedding + static_cast<std::size_t>(token) * dim, dim * sizeof(float));
-
-    for (std::size_t l = 0; l < p.n_layers; l++) {
-        // attention RMSNorm
-        rmsnorm(s.xb.data(), x, w.rms_att + l * dim, dim);
-
-        // q, and this position's key and value straight into the cache
-        const std::size_t loff = l * p.seq_len * kv_dim;
-        float* k = s.key_cache.data() + loff + position * kv_dim;
-        float* v = s.value_cache.data() + loff + position * kv_dim;
-        matmul(s.q.data(), s.xb.data(), w.wq + l * dim * dim, dim, dim);
-        matmul(k, s.xb.data(), w.wk + l * kv_dim * dim, dim, kv_dim);
-        matmul(v, s.xb.data(), w.wv + l * kv_dim * dim, dim, kv_dim);
-
-        // rotary embedding of q and k: elements i and i + 1 of each head rotated by pos * freq,
-        // computed in float as run.c computes it
-        for (std::size_t i = 0; i < dim; i += 2) {
-            const std::size_t head_dim = i % head_size;
-            const float freq = 1.0f / std::pow(10000.0f, static_cast<float>(head_dim) / static_cast<float>(head_size));
-            const float val = static_cast<float>(pos) * freq;
-            const float fcr = std::cos(val);
-            const float fci = std::sin(val);
-            const int rotn = i < kv_dim ? 2 : 1;  // q and k, or q alone past k's width
-            for (int r = 0; r < rotn; r++) {
-                float* vec = r == 0 ? s.q.data() : k;
-                const float v0 = vec[i];
-                const float v1 = vec[i + 1];
-                vec[i] = v0 * fcr - v1 * fci;
-                vec[i + 1] = v0 * fci + v1 * fcr;
-            }
-        }
-
-        // grouped-query attention over positions 0 .. pos, head by head
-        for (std::size_t h = 0; h < p.n_heads; h++) {
-            const float* q = s.q.data() + h * head_size;
-            float* att = s.att.data() + h * p.seq_len;
-            const std::size_t kv_head = (h / kv_mul) * head_size;
-            for (std::size_t step = 0; step <= position; step++) {
-                const float* key = s.key_cache.data() + loff + step * kv_dim + kv_head;
-                float score = 0.0f;
-                for (std::size_t i = 0; i < head_size; i++) score += q[i] * key[i];
-                score /= std::sqrt(static_cast<float>(head_size));
-                att[step] = score;
-            }
-            softmax(att, position + 1);
-            float* xb = s.xb.data() + h * head_size;
-            std::memset(xb, 0, head_size * sizeof(float));
-            for (std::size_t step = 0; step <= position; step++) {
-                const float* value = s.value_cache.data() + loff + step * kv_dim + kv_head;
-                const float a = att[step];
-                for (std::size_t i = 0; i < head_size; i++) xb[i] += a * value[i];
-            }
-        }
-
-        // output projection and residual
-        matmul(s.xb2.data(), s.xb.data(), w.wo + l * dim * dim, dim, dim);
-        for (std::size_t i = 0; i < dim; i++) x[i] += s.xb2[i];
-
-        // FFN RMSNorm, then w2(silu(w1 x) * w3 x) and residual
-        rmsnorm(s.xb.data(), x, w.rms_ffn + l * dim, dim);
-        matmul(s.hb.data(), s.xb.data(), w.w1 + l * hidden_dim * dim, dim, hidden_dim);
-        matmul(s.hb2.data(), s.xb.data(), w.w3 + l * hidden_dim * dim, dim, hidden_dim);
-        for (std::size_t i = 0; i < hidden_dim; i++) {
-            float val = s.hb[i];
-            val *= 1.0f / (1.0f + std::exp(-val));
-            val *= s.hb2[i];
-            s.hb[i] = val;
-        }
-        matmul(s.xb.data(), s.hb.data(), w.w2 + l * dim * hidden_dim, hidden_dim, dim);
-        for (std::size_t i = 0; i < dim; i++) x[i] += s.xb[i];
-    }
-
-    // final RMSNorm and the classifier
-    rmsnorm(x, x, w.rms_final, dim);
-    matmul(s.logits.data(), x, w.classifier, dim, p.vocab_size);
-    return s.logits.data();
-}
+const float* forward(Transformer& t, int token, int pos);
 
 // The first index of the largest of v[0, n), as run.c's sample_argmax.
-inline int argmax(const float* v, std::size_t n) {
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < n; i++)
-        if (v[i] > v[best]) best = i;
-    return static_cast<int>(best);
-}
+int argmax(const float* v, std::size_t n);
 
 // Greedy decoding from `first`: ids[s] is the argmax of the logits at position s, where the
 // token fed is `first` at position 0 and ids[s - 1] after. With `logits`, each step's logits are
 // appended to it (steps x vocab_size).
-inline std::vector<int> greedy(Transformer& t, int first, std::size_t steps, std::vector<float>* logits = nullptr) {
-    if (steps > t.config.seq_len)
-        throw std::out_of_range("bench::llama::greedy: " + std::to_string(steps) + " steps do not fit seq_len " +
-                                std::to_string(t.config.seq_len));
-    std::vector<int> ids;
-    ids.reserve(steps);
-    int token = first;
-    for (std::size_t pos = 0; pos < steps; pos++) {
-        const float* out = forward(t, token, static_cast<int>(pos));
-        if (logits) logits->insert(logits->end(), out, out + t.config.vocab_size);
-        token = argmax(out, t.config.vocab_size);
-        ids.push_back(token);
-    }
-    return ids;
-}
+std::vector<int> greedy(Transformer& t, int first, std::size_t steps, std::vector<float>* logits = nullptr);
 
 }  // namespace bench::llama

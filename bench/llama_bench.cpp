@@ -2,9 +2,10 @@
 //
 // At the smallest size, llama2.c's stories260K (dim 64, 5 layers, 8 query heads sharing 4
 // key/value heads, vocab 512), greedy, 256 ids from BOS, one token a forward pass: the
-// hand-written baseline (llama_baseline.hpp: run.c's plain C loops, no BLAS, one thread) as
-// llama/stories260k_c_loops_N256, and shaped's Llama through models::generate as
-// llama/stories260k_shaped_N256, which report.py sets against it.
+// hand-written baseline (llama_baseline.hpp: run.c's plain C loops, no BLAS, one thread, built
+// -Ofast -march=native as run.c's README builds run.c) as llama/stories260k_c_loops_N256, and
+// shaped's Llama through models::generate as llama/stories260k_shaped_N256, which report.py sets
+// against it.
 //
 // At stories110M's shape (dim 768, 12 layers, 12 heads, vocab 32000, random fp32 weights),
 // generation as generate_bench.cpp's GPT-2 case, bound by memory bandwidth; and decoding at a
@@ -16,7 +17,8 @@
 //
 // Before timing, the 256 ids must be the PyTorch reference's (tests/parity/fixtures/
 // stories260k_greedy.npy, from tests/parity/make_fixtures.py) and each step's logits must agree
-// with stories260k_logits.npy; a case that differs is reported failed, not timed.
+// with stories260k_logits.npy (the baseline's too: fast-math moves its logits in the last bits
+// only); a case that differs is reported failed, not timed.
 #include "bench_support.hpp"
 #include "generation.hpp"
 #include "llama_baseline.hpp"

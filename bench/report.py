@@ -29,8 +29,9 @@ SUFFIXES = ("/process_time", "/real_time", "/manual_time")
 CEILING = "sgemm/N1024"
 BANDWIDTH_CASES = "stream/"
 GENERATE = "generate/gpt2_124m_P16_N128"
-# stories260K's greedy decoding (llama_bench.cpp): the C loops of llama2.c's run.c are its
-# baseline. Its benchmarks name the implementation inside the case's last part; they are one row.
+# stories260K's greedy decoding (llama_bench.cpp): the C loops of llama2.c's run.c, built as its
+# README builds run.c (-Ofast -march=native), are its baseline. Its benchmarks name the
+# implementation inside the case's last part; they are one row.
 STORIES = "llama/stories260k_N256"
 # stories110M's shape (llama_bench.cpp): generation, bound by bandwidth; and decoding at a long
 # context with all 12 key/value heads and with 4.
@@ -280,8 +281,8 @@ def targets(rows, ceiling, bandwidth, memory):
         measured = "missing (" + "; ".join(
             [f"C loops {b:.0f} tokens/s" if b else "no result for llama/stories260k_c_loops_N256"] +
             ([] if s else ["no result for llama/stories260k_shaped_N256"])) + ")"
-    add("stories260K decode (greedy, 256 ids from BOS): shaped >= 2x the C loops' tokens/s (llama2.c's run.c, "
-        "-O3 -march=native, no BLAS)", bool(s and b and s / b >= 2), measured)
+    add("stories260K decode (greedy, 256 ids from BOS): shaped >= 1.5x the C loops' tokens/s (llama2.c's run.c "
+        "built as its README builds it, -Ofast -march=native; no BLAS)", bool(s and b and s / b >= 1.5), measured)
 
     llama = by_case.get(STORIES110M, {})
     share = llama.get("share_of_bandwidth")
