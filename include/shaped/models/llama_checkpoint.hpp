@@ -53,6 +53,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -226,10 +227,19 @@ void read_parameter(llama2c_reader& reader, P& parameter, std::string_view what)
 template <class Config, class T>
 void load_llama2c(Llama<Config, T>& model, const std::filesystem::path& path, const llama_checkpoint_config& found) {
     llama2c_reader reader(path, found);
-    // A tied checkpoint's embedding is also an untied model's classifier (config_mismatches).
-    floats_of<decltype(model.tok_embeddings.weight)> embedding;
-    read_parameter(reader, embedding, "tok_embeddings.weight");
-    assign_floats(model.tok_embeddings.weight, embedding);
+    // A tied checkpoint's embedding is also an untied model's classifier (config_mismatches). A
+    // float embedding is read in place, with no copy, and the classifier copied from it; any
+    // other is read through floats, kept for the classifier.
+    using embedding_type = std::remove_cvref_t<decltype(model.tok_embeddings.weight)>;
+    constexpr bool embedding_in_place = std::is_same_v<embedding_type, floats_of<embedding_type>>;
+    using embedding_floats_type = std::conditional_t<embedding_in_place, std::nullptr_t, floats_of<embedding_type>>;
+    [[maybe_unused]] embedding_floats_type embedding_floats{};
+    if constexpr (embedding_in_place) {
+        read_parameter(reader, model.tok_embeddings.weight, "tok_embeddings.weight");
+    } else {
+        read_parameter(reader, embedding_floats, "tok_embeddings.weight");
+        assign_floats(model.tok_embeddings.weight, embedding_floats);
+    }
     // Each kind of weight for every layer in turn, as export.py writes them.
     const auto each_layer = [&](std::string_view what, auto member) {
         for (std::size_t i = 0; i < Config::n_layers; ++i)
@@ -249,8 +259,9 @@ void load_llama2c(Llama<Config, T>& model, const std::filesystem::path& path, co
     reader.skip(table, "freq_cis_real");
     reader.skip(table, "freq_cis_imag");
     if constexpr (!Config::tied_classifier) {
-        if (found.tied_classifier) assign_floats(model.output.weight, embedding);
-        else read_parameter(reader, model.output.weight, "output.weight");
+        if (!found.tied_classifier) read_parameter(reader, model.output.weight, "output.weight");
+        else if constexpr (embedding_in_place) assign_floats(model.output.weight, model.tok_embeddings.weight);
+        else assign_floats(model.output.weight, embedding_floats);
     }
 }
 
