@@ -44,15 +44,7 @@ OPENBLAS_NUM_THREADS=1 "$shaped_bench" --benchmark_filter='quantized/stories110m
     --benchmark_out="$work/shaped.json" --benchmark_out_format=json >"$work/shaped.log" 2>&1
 
 echo "llama_cpp_bench.sh: llama.cpp's side ($bin)" >&2
-"$python" - "$work/tokenizer.bin" <<'PY'
-import struct, sys
-tokens = [b"<unk>", b"\n<s>\n", b"\n</s>\n"] + [b"<0x%02X>" % b for b in range(256)]
-tokens += [b" w%d" % i for i in range(len(tokens), 32000)]
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<i", 8))
-    for t in tokens:
-        f.write(struct.pack("<fi", -1.0, len(t)) + t)
-PY
+"$python" "$source_dir/tools/stand_in_vocab.py" "$work/tokenizer.bin" 32000
 "$bin/llama-convert-llama2c-to-ggml" --copy-vocab-from-model "$work/tokenizer.bin" \
     --llama2c-model "$checkpoint" --llama2c-output-model "$work/stories110m.f32.gguf" >"$work/convert.log" 2>&1
 for type in q8_0 q4_0; do
@@ -68,7 +60,10 @@ done
 import json, sys
 work = sys.argv[1]
 shaped = {}
-for b in json.load(open(f"{work}/shaped.json"))["benchmarks"]:
+results = json.load(open(f"{work}/shaped.json"))
+# Prefill's GEMMs are OpenBLAS's: which kernels it ran (by CPU, or as OPENBLAS_CORETYPE says).
+print(f"shaped's GEMM: OpenBLAS's {results['context'].get('openblas_core', '?')} kernels")
+for b in results["benchmarks"]:
     if b.get("run_type") != "iteration":
         continue
     # quantized/stories110m_q8_0_N128/shaped/...: the fastest repetition's tokens/s, by CPU time
