@@ -107,19 +107,8 @@ logged "$build/dump_logits.log" nice -n 19 "$cxx" -std=c++17 -O2 -Wall -Wextra \
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-# The stand-in vocabulary, in llama2.c's tokenizer.bin format: int32 max_token_length, then per
-# token float32 score, int32 length, bytes. The converter renames ids 0-2 "<unk>", "<s>",
-# "</s>" (their types unknown and control), types "<0xXX>" byte tokens and escapes spaces as
-# U+2581; llama.cpp's SPM vocabulary needs the byte tokens (it looks up "<0x0A>" for newline).
-"$python" - "$out/tokenizer.bin" <<'PY'
-import struct, sys
-tokens = [b"<unk>", b"\n<s>\n", b"\n</s>\n"] + [b"<0x%02X>" % b for b in range(256)]
-tokens += [b" w%d" % i for i in range(len(tokens), 512)]
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<i", 8))
-    for t in tokens:
-        f.write(struct.pack("<fi", -1.0, len(t)) + t)
-PY
+# The stand-in vocabulary of 512 tokens (tools/stand_in_vocab.py says what llama.cpp needs of it).
+"$python" "$source_dir/tools/stand_in_vocab.py" "$out/tokenizer.bin" 512
 
 # The F32 GGUF, then the quantized ones; llama-quantize's per-tensor log is kept in the build dir.
 logged "$build/convert.log" "$bin/llama-convert-llama2c-to-ggml" \
