@@ -136,13 +136,14 @@ fuzz: deps
 # threaded runs compare process CPU time). Results: build/gcc/bench/results.json.
 bench: deps deps-python
 	$(call configure,build/gcc,$(CXX_GCC),$(BUILD_TYPE),-DSHAPED_BUILD_BENCH=ON)
-	cmake --build build/gcc -j $(JOBS) --target shaped_bench shaped-run
+	cmake --build build/gcc -j $(JOBS) --target shaped_bench shaped-run shaped-quantize
 	$(BENCH_ENV) ./build/gcc/bench/shaped_bench --benchmark_repetitions=$(BENCH_REPETITIONS) \
 		--benchmark_display_aggregates_only=true \
 		--benchmark_out=build/gcc/bench/shaped.json --benchmark_out_format=json
 	$(BENCH_ENV) $(PYTHON) bench/torch_reference.py --threads $(BENCH_THREADS) \
 		--repetitions $(BENCH_REPETITIONS) --out build/gcc/bench/torch.json
 	$(BENCH_ENV) $(PYTHON) bench/shaped_run_memory.py --shaped-run build/gcc/apps/shaped-run \
+		--shaped-quantize build/gcc/apps/shaped-quantize --llama2c $${TMPDIR:-/tmp}/shaped_stories110m_random.bin \
 		--workdir build/gcc/bench --out build/gcc/bench/memory.json
 	$(PYTHON) bench/report.py --threads $(BENCH_THREADS) --shaped build/gcc/bench/shaped.json \
 		--torch build/gcc/bench/torch.json --memory build/gcc/bench/memory.json --out build/gcc/bench/results.json

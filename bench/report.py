@@ -272,6 +272,14 @@ def targets(rows, ceiling, bandwidth, memory):
             f"{memory['peak_rss_bytes'] / 2**20:.0f} MiB over {budget / 2**20:.0f} MiB = {x:.2f}x")
     else:
         add("shaped-run on that model: peak resident memory <= 1.2x its weights' and caches' bytes", False, "missing")
+    q4 = (memory or {}).get("q4_0")
+    what = "shaped-run on the Q4_0 GGUF of stories110M's shape: peak resident memory <= 1.1x the file's and caches' bytes"
+    if q4:
+        budget = q4["file_bytes"] + q4["cache_bytes"]
+        x = q4["peak_rss_bytes"] / budget
+        add(what, x <= 1.1, f"{q4['peak_rss_bytes'] / 2**20:.0f} MiB over {budget / 2**20:.0f} MiB = {x:.2f}x")
+    else:
+        add(what, False, "missing")
 
     stories = by_case.get(STORIES, {})
     s, b = stories.get("tokens_per_second"), stories.get("baseline_tokens_per_second")
