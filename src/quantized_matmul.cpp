@@ -312,12 +312,14 @@ struct activation_groups {
         __m512i start;      // lane 4k: -8 sum(q) of block k
         __m512 scales;      // lanes 4k..4k+3: block k's scale
     };
+    std::vector<block_q8_0> blocks;  // x in Q8_0, for the last blocks when four do not divide them
     std::vector<group> groups;
 };
 
 void quantize_activation(const float* x, activation_groups& a, std::size_t n) {
     const std::size_t blocks = n / 32;
-    std::vector<block_q8_0> quantized(blocks);
+    std::vector<block_q8_0>& quantized = a.blocks;
+    quantized.resize(blocks);
     quantize_activation(x, quantized.data(), n);
     a.groups.resize(blocks / 4);
     for (std::size_t g = 0; g < blocks / 4; ++g) {
@@ -366,11 +368,9 @@ void q4_0_vnni_rows(const quantized_weight& w, const float* x, std::size_t n, fl
     const std::size_t blocks = w.cols / 32, grouped = blocks / 4 * 4;
     const __m512i spread = scale_spread();
     activation_groups a;
-    std::vector<block_q8_0> tail(blocks);  // the last blocks' activation, when four do not divide them
     const auto* all = static_cast<const block_q4_0*>(w.blocks);
     for (std::size_t i = 0; i < n; ++i) {
         quantize_activation(x + i * w.cols, a, w.cols);
-        if (grouped < blocks) quantize_activation(x + i * w.cols, tail.data(), w.cols);
         float* out = y + i * w.rows;
         for (std::size_t r = 0; r < w.rows; ++r) {
             const block_q4_0* row = all + r * blocks;
@@ -382,7 +382,7 @@ void q4_0_vnni_rows(const quantized_weight& w, const float* x, std::size_t n, fl
             }
             if (g < a.groups.size()) acc0 = group_product(row + 4 * g, a.groups[g], spread, acc0);
             float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-            if (grouped < blocks) sum += dot_row(row + grouped, tail.data() + grouped, blocks - grouped);
+            if (grouped < blocks) sum += dot_row(row + grouped, a.blocks.data() + grouped, blocks - grouped);
             out[r] = sum;
         }
     }
